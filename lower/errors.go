@@ -1,0 +1,10 @@
+package lower
+
+import "errors"
+
+// Errors wrapped by Lower.
+var (
+	// ErrUnsupported reports a graph the target cannot run: an op it lacks,
+	// a dimension past its limits, a dtype it does not take.
+	ErrUnsupported = errors.New("lower: unsupported by target")
+)

@@ -1,0 +1,77 @@
+package shim
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+)
+
+// Opener creates a backend device. Backends (shim/sim, shim/ane) register
+// theirs from init functions.
+type Opener func() (Device, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Opener{}
+)
+
+// Register makes a backend available to Open under name. Registering a name
+// twice panics: it is a programming error in a backend's init.
+func Register(name string, open Opener) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("shim: device " + name + " registered twice")
+	}
+	registry[name] = open
+}
+
+// Registered returns the names of the registered backends, sorted.
+func Registered() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func lookup(name string) (Opener, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	o, ok := registry[name]
+	return o, ok
+}
+
+// EnvDevice is the environment variable that picks the default device.
+const EnvDevice = "ANEMONE_DEVICE"
+
+// Open opens the named device: "ane", "sim" or "sim-narrow". The empty name
+// means $ANEMONE_DEVICE if set, otherwise the ANE when one is present and
+// the simulator when not. Asking for "ane" where there is none gives an
+// error wrapping ErrNoDevice.
+func Open(name string) (Device, error) {
+	if name == "" {
+		name = os.Getenv(EnvDevice)
+	}
+	if name == "" {
+		if o, ok := lookup("ane"); ok {
+			if d, err := o(); err == nil {
+				return d, nil
+			}
+		}
+		name = "sim"
+	}
+	o, ok := lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("shim: device %q is not available (registered: %v): %w", name, Registered(), ErrNoDevice)
+	}
+	d, err := o()
+	if err != nil {
+		return nil, fmt.Errorf("shim: opening %q: %w", name, err)
+	}
+	return d, nil
+}
