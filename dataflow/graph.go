@@ -30,6 +30,7 @@ const (
 	Bool
 )
 
+// String returns the dtype's MIL spelling ("fp16", "fp32", "int32", "bool").
 func (d DType) String() string {
 	switch d {
 	case Float16:
@@ -75,6 +76,7 @@ func (s Shape) Equal(t Shape) bool {
 // Clone returns a copy of s.
 func (s Shape) Clone() Shape { return append(Shape(nil), s...) }
 
+// String formats s as "[d0 d1 …]" ("[]" for a scalar), as in error messages.
 func (s Shape) String() string {
 	parts := make([]string, len(s))
 	for i, d := range s {
@@ -142,20 +144,27 @@ type Conv2DOptions struct {
 }
 
 // Attrs holds the attributes of a node; each op uses the fields its
-// builder documents, and the rest stay zero.
+// builder documents, and the rest stay zero. The builders store attributes
+// in normalized form (negative axes resolved, defaults filled in, −1 sizes
+// resolved), so a consumer never has to repeat the normalization.
+//
+// LayerNorm's node reads x, then gamma if HasGamma, then beta if HasBeta:
+// Inputs is [x], [x, gamma], [x, beta] or [x, gamma, beta], and only the two
+// flags tell the middle cases apart.
 type Attrs struct {
 	TransposeX, TransposeY bool          // MatMul
-	Conv                   Conv2DOptions // Conv2D, with defaults filled in
-	Axes                   []int         // ReduceSum/Mean/Max, LayerNorm: normalized to [0, rank)
+	Conv                   Conv2DOptions // Conv2D, with defaults filled in (strides, dilations, groups ≥ 1)
+	Axes                   []int         // ReduceSum/Mean/Max, LayerNorm: normalized to [0, rank), ascending, no duplicates; never empty for rank ≥ 1
 	KeepDims               bool          // reductions
 	Axis                   int           // Softmax, Concat: normalized to [0, rank)
-	Perm                   []int         // Transpose
-	Shape                  Shape         // Reshape: the target shape
-	Begin, Size            []int         // Slice
+	Perm                   []int         // Transpose: normalized to [0, rank)
+	Shape                  Shape         // Reshape: the target shape, −1 resolved
+	Begin, Size            []int         // Slice: begin ≥ 0, size ≥ 1 (−1 resolved)
 	Pads                   []int         // Pad: before/after for every axis, 2·rank entries
 	PadValue               float64       // Pad
 	Epsilon                float64       // LayerNorm
-	Gelu                   GeluMode      // Gelu
+	HasGamma, HasBeta      bool          // LayerNorm: which optional operands follow x in Inputs
+	Gelu                   GeluMode      // Gelu: never empty (an empty mode is stored as GeluExact)
 }
 
 // Node is one operation in a graph. Inputs are the IDs of the nodes it reads.

@@ -8,3 +8,6 @@ var (
 	// a dimension past its limits, a dtype it does not take.
 	ErrUnsupported = errors.New("lower: unsupported by target")
 )
+
+// ErrRange reports a constant that does not fit fp16.
+var ErrRange = errors.New("lower: value out of fp16 range")

@@ -52,7 +52,7 @@ const EnvDevice = "ANEMONE_DEVICE"
 // Open opens the named device: "ane", "sim" or "sim-narrow". The empty name
 // means $ANEMONE_DEVICE if set, otherwise the ANE when one is present and
 // the simulator when not. Asking for "ane" where there is none gives an
-// error wrapping ErrNoDevice.
+// error wrapping ErrNoDevice. The device comes wrapped in a Cache.
 func Open(name string) (Device, error) {
 	if name == "" {
 		name = os.Getenv(EnvDevice)
@@ -60,7 +60,7 @@ func Open(name string) (Device, error) {
 	if name == "" {
 		if o, ok := lookup("ane"); ok {
 			if d, err := o(); err == nil {
-				return d, nil
+				return NewCache(d, 0), nil
 			}
 		}
 		name = "sim"
@@ -73,5 +73,5 @@ func Open(name string) (Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shim: opening %q: %w", name, err)
 	}
-	return d, nil
+	return NewCache(d, 0), nil
 }

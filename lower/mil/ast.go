@@ -26,7 +26,10 @@ type Function struct {
 	Inputs  []Var
 	Ops     []*Op
 	Outputs []string // names of the returned variables, in order
-	Pos     Pos
+	Pos     Pos      // position of the func keyword, when parsed
+
+	// OutputPos holds the positions of the names in Outputs, when parsed.
+	OutputPos []Pos
 }
 
 // Type is a MIL value type: a tensor type such as tensor<fp16, [1, 4]>, or a
@@ -58,6 +61,7 @@ func (t Type) Elements() int {
 type Var struct {
 	Type Type
 	Name string
+	Pos  Pos // position of the name, when parsed
 }
 
 // Op is one statement: outputs = Kind(Args)[Attrs];

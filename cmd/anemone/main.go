@@ -1,0 +1,190 @@
+// Command anemone inspects the Neural Engine stack: the device in use, the
+// ops it runs, and the programs anemone lowers.
+//
+//	anemone info                      device, target, numerics model, limits
+//	anemone caps [--json]             run the conformance suite on the device
+//	anemone mil KERNEL [flags]        print the MIL of a kernel
+//
+// The device is chosen by -device or $ANEMONE_DEVICE (ane, sim, sim-narrow);
+// by default the ANE when present, the simulator otherwise.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/shim"
+	_ "github.com/anemone-go/anemone/shim/ane"
+	"github.com/anemone-go/anemone/shim/shimtest"
+	_ "github.com/anemone-go/anemone/shim/sim"
+)
+
+// errUsage marks a command-line mistake: usage is printed and the exit code is 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "anemone:", err)
+		usage(os.Stderr)
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "anemone:", err)
+		os.Exit(1)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  anemone info [-device NAME]
+  anemone caps [-device NAME] [--json]
+  anemone mil KERNEL [-target NAME] [kernel flags]
+      kernels: `+strings.Join(kernelNames(), ", ")+`
+`)
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: no command", errUsage)
+	}
+	switch args[0] {
+	case "info":
+		return cmdInfo(args[1:], stdout)
+	case "caps":
+		return cmdCaps(args[1:], stdout)
+	case "mil":
+		return cmdMIL(args[1:], stdout)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return nil
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+}
+
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s: unexpected argument %q", errUsage, fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+func cmdInfo(args []string, w io.Writer) error {
+	fs := newFlags("info")
+	name := fs.String("device", "", "device: ane, sim or sim-narrow")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dev, err := shim.Open(*name)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	info := dev.Info()
+	t := info.Target
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "device\t%s\n", info.Name)
+	fmt.Fprintf(tw, "hardware\t%v\n", info.Hardware)
+	fmt.Fprintf(tw, "target\t%s (MIL opset %s)\n", t.Name, t.Opset)
+	fmt.Fprintf(tw, "numerics\t%s\n", info.Numerics)
+	fmt.Fprintf(tw, "max rank\t%d\n", t.MaxRank)
+	fmt.Fprintf(tw, "max spatial (last) dimension\t%d\n", t.MaxSpatial)
+	fmt.Fprintf(tw, "max channels\t%d\n", t.MaxChannels)
+	fmt.Fprintf(tw, "max conv kernel\t%d\n", t.MaxKernel)
+	fmt.Fprintf(tw, "row alignment\t%d fp16 elements\n", t.RowAlign)
+	fmt.Fprintf(tw, "devices registered\t%s\n", strings.Join(shim.Registered(), ", "))
+	return tw.Flush()
+}
+
+func cmdCaps(args []string, w io.Writer) error {
+	fs := newFlags("caps")
+	name := fs.String("device", "", "device: ane, sim or sim-narrow")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dev, err := shim.Open(*name)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	results := shimtest.Check(dev)
+	if *asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "op\tstatus\tMIL\tmax error (fp16 ulps)\tbound (ulps)\tresult\n")
+	failed := 0
+	for _, r := range results {
+		verdict := "ok"
+		if !r.Pass {
+			verdict = "FAIL: " + r.Error
+			failed++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3g\t%.3g\t%s\n", r.Op, r.Status, r.MIL, r.MaxULPs, r.BoundULPs, verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d ops on %s, %d failed\n", len(results), dev.Info().Name, failed)
+	if failed > 0 {
+		return fmt.Errorf("%d ops failed conformance", failed)
+	}
+	return nil
+}
+
+func cmdMIL(args []string, w io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: mil: name a kernel (%s)", errUsage, strings.Join(kernelNames(), ", "))
+	}
+	k, ok := kernels[args[0]]
+	if !ok {
+		return fmt.Errorf("%w: mil: unknown kernel %q (known: %s)", errUsage, args[0], strings.Join(kernelNames(), ", "))
+	}
+	fs := newFlags("mil " + args[0])
+	target := fs.String("target", "sim", "target: sim, ane-m1, ane-m2, ane-m3, ane-m4")
+	m := fs.Int("m", 64, "rows of the left operand")
+	kk := fs.Int("k", 64, "contraction length")
+	n := fs.Int("n", 64, "columns of the right operand")
+	blob := fs.Bool("blob", false, "also describe the weight blob")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	t, err := lower.TargetByName(*target)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	g, err := k.build(*m, *kk, *n)
+	if err != nil {
+		return err
+	}
+	p, err := lower.Lower(g, t)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(p.MIL); err != nil {
+		return err
+	}
+	if *blob {
+		fmt.Fprintf(w, "// weight.bin: %d bytes, hash %s\n", len(p.Blob), p.Hash)
+	}
+	return nil
+}

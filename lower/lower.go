@@ -1,0 +1,196 @@
+package lower
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/lower/mil"
+)
+
+// Lower compiles a finished graph into one program for target t: it
+// verifies the graph, runs the legalization passes, checks the result
+// against the target's limits and emits MIL text and the weight blob.
+// The same graph always gives byte-identical MIL and blob.
+func Lower(g *dataflow.Graph, t Target) (*Program, error) {
+	if g == nil {
+		return nil, fmt.Errorf("lower: nil graph: %w", dataflow.ErrInvalid)
+	}
+	if err := dataflow.Verify(g); err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
+	if err := checkNames(g); err != nil {
+		return nil, err
+	}
+	legal, err := Legalize(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLimits(legal, t); err != nil {
+		return nil, err
+	}
+	return emit(legal, t)
+}
+
+// Legalize runs the rewrite passes and returns the graph that is emitted.
+func Legalize(g *dataflow.Graph) (*dataflow.Graph, error) {
+	for _, p := range passes {
+		var err error
+		if g, err = p.run(g); err != nil {
+			return nil, fmt.Errorf("lower: pass %s: %w", p.name, err)
+		}
+	}
+	return g, nil
+}
+
+// checkLimits rejects tensors the target cannot hold.
+func checkLimits(g *dataflow.Graph, t Target) error {
+	nodes := g.Nodes()
+	for _, n := range nodes {
+		if len(n.Shape) > t.MaxRank {
+			return fmt.Errorf("lower: node %d (%s): rank %d exceeds target %s's limit of %d: %w", n.ID, n.Op, len(n.Shape), t.Name, t.MaxRank, ErrUnsupported)
+		}
+		if r := len(n.Shape); r > 0 && n.Shape[r-1] > t.MaxSpatial {
+			return fmt.Errorf("lower: node %d (%s): last dimension %d of shape %v exceeds target %s's limit of %d: %w", n.ID, n.Op, n.Shape[r-1], n.Shape, t.Name, t.MaxSpatial, ErrUnsupported)
+		}
+		switch n.Op {
+		case dataflow.OpMatMul:
+			x := nodes[n.Inputs[0]].Shape
+			k := x[len(x)-1]
+			if n.Attrs.TransposeX {
+				k = x[len(x)-2]
+			}
+			if k > t.MaxSpatial {
+				return fmt.Errorf("lower: node %d (matmul): contraction length %d exceeds target %s's limit of %d: %w", n.ID, k, t.Name, t.MaxSpatial, ErrUnsupported)
+			}
+		case dataflow.OpConv2D:
+			w := nodes[n.Inputs[1]].Shape
+			if w[2] > t.MaxKernel || w[3] > t.MaxKernel {
+				return fmt.Errorf("lower: node %d (conv2d): kernel %d×%d exceeds target %s's limit of %d: %w", n.ID, w[2], w[3], t.Name, t.MaxKernel, ErrUnsupported)
+			}
+		}
+		if c, ok := CapabilityOf(n.Op); ok && n.Op != dataflow.OpInput && n.Op != dataflow.OpConst {
+			if r := len(n.Shape); c.MinRank > 0 && n.Op == dataflow.OpMatMul && r < c.MinRank {
+				return fmt.Errorf("lower: node %d (%s): rank %d below %d: %w", n.ID, n.Op, r, c.MinRank, ErrUnsupported)
+			}
+		}
+	}
+	return nil
+}
+
+// ioSpec is the device layout of a logical tensor on target t.
+func ioSpec(t Target, name string, shape dataflow.Shape) (IOSpec, error) {
+	rows, rowLen := 1, 1
+	if r := len(shape); r > 0 {
+		rowLen = shape[r-1]
+		for _, d := range shape[:r-1] {
+			rows *= d
+		}
+	}
+	if rows > t.MaxChannels {
+		return IOSpec{}, fmt.Errorf("lower: %q of shape %v needs %d device rows, over target %s's channel limit of %d: %w", name, shape, rows, t.Name, t.MaxChannels, ErrUnsupported)
+	}
+	return IOSpec{
+		Name:        name,
+		Shape:       append([]int{}, shape...),
+		DeviceShape: []int{1, rows, 1, t.RowLength(rowLen)},
+	}, nil
+}
+
+func emit(g *dataflow.Graph, t Target) (*Program, error) {
+	nodes := g.Nodes()
+	e := &emitter{
+		t:     t,
+		nodes: nodes,
+		fn:    &mil.Function{Name: "main", Opset: t.Opset},
+		blob:  mil.NewBlobWriter(),
+		vars:  make([]string, len(nodes)),
+		used:  map[string]bool{},
+	}
+	// Reserve every user-visible name so generated names never take one.
+	for _, n := range nodes {
+		if n.Name != "" && (n.Op == dataflow.OpInput || n.Op == dataflow.OpConst) {
+			e.used[n.Name] = true
+		}
+	}
+	for _, o := range g.Outputs() {
+		e.used[o.Name] = true
+	}
+	prog := &Program{Target: t.Name}
+	for _, id := range g.Inputs() {
+		n := nodes[id]
+		spec, err := ioSpec(t, n.Name, n.Shape)
+		if err != nil {
+			return nil, err
+		}
+		prog.Inputs = append(prog.Inputs, spec)
+	}
+	inputIdx := 0
+	for _, n := range nodes {
+		var err error
+		switch n.Op {
+		case dataflow.OpInput:
+			e.emitInput(n, prog.Inputs[inputIdx])
+			inputIdx++
+		case dataflow.OpConst:
+			err = e.emitConst(n)
+		default:
+			err = e.emitOp(n)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range g.Outputs() {
+		n := nodes[o.Node]
+		spec, err := ioSpec(t, o.Name, n.Shape)
+		if err != nil {
+			return nil, err
+		}
+		prog.Outputs = append(prog.Outputs, spec)
+		e.emitOutput(o.Name, n, spec)
+	}
+	p := &mil.Program{Version: "1.3", BuildInfo: buildInfo, Functions: []*mil.Function{e.fn}}
+	prog.MIL = mil.Print(p)
+	if e.blob.Len() > 0 {
+		prog.Blob = e.blob.Bytes()
+	}
+	h := sha256.New()
+	h.Write(prog.MIL)
+	h.Write([]byte{0})
+	h.Write(prog.Blob)
+	prog.Hash = hex.EncodeToString(h.Sum(nil))
+	return prog, nil
+}
+
+// milKeywords are words of the MIL grammar that a variable may not be named.
+var milKeywords = map[string]bool{
+	"program": true, "func": true, "tensor": true, "dict": true, "BLOBFILE": true, "const": true,
+	"bool": true, "string": true, "fp16": true, "fp32": true, "fp64": true, "bf16": true,
+	"int4": true, "int8": true, "int16": true, "int32": true, "int64": true,
+	"uint1": true, "uint2": true, "uint3": true, "uint4": true, "uint6": true, "uint8": true,
+	"uint16": true, "uint32": true, "uint64": true, "true": true, "false": true,
+	"inf": true, "nan": true,
+}
+
+// checkNames rejects user names that would read as MIL keywords.
+func checkNames(g *dataflow.Graph) error {
+	check := func(name string) error {
+		if milKeywords[name] {
+			return fmt.Errorf("lower: name %q is a MIL keyword; choose another: %w", name, ErrUnsupported)
+		}
+		return nil
+	}
+	for _, n := range g.Nodes() {
+		if err := check(n.Name); err != nil {
+			return err
+		}
+	}
+	for _, o := range g.Outputs() {
+		if err := check(o.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+// Package shimtest is the conformance suite for devices: for every op in
+// the capability registry it builds a small graph, lowers it for the
+// device's target, runs it on seeded random inputs drawn from the range the
+// op is meant for, and compares each output element with dataflow.Eval (the
+// float64 specification) evaluated on the same fp16-rounded inputs.
+//
+// Each op has an error bound derived from the numerics model (DESIGN.md):
+//
+//   - Exact ops (data movement, abs, relu, maximum, minimum, neg): 0.
+//   - Correctly rounded elementwise ops: half an fp16 ulp of the exact
+//     result; the suite allows 1 ulp, since float32 intermediates and
+//     transcendental kernels may add a little.
+//   - Transcendentals and composites (exp, log, tanh, sigmoid, gelu, pow,
+//     softmax, layer_norm): 2–4 ulps, stated per op.
+//   - matmul and conv: each product is rounded to fp16 (relative error u =
+//     2⁻¹¹), K products are summed in the accumulator (float32, unit
+//     2⁻²⁴, or fp16 under a narrow model), and the sum is rounded once:
+//     |err| ≤ (u + (K−1)·u_acc)·Σ|aᵢbᵢ| + ½ulp(result). Σ|aᵢbᵢ| is
+//     computed by evaluating the same graph on |inputs|.
+//   - reduce_sum and reduce_mean accumulate in fp16: (K−1)·u·Σ|xᵢ| + ½ulp.
+//
+// A device's conformance test is one call: shimtest.Test(t, dev). Check
+// returns the same results as data, for the `anemone caps` command.
+package shimtest

@@ -1,0 +1,295 @@
+package shimtest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/shim"
+)
+
+// Result is the outcome of one op's conformance case.
+type Result struct {
+	Op        string  `json:"op"`
+	Case      string  `json:"case"`
+	Status    string  `json:"status"`     // the registry's status on the device's target
+	MIL       string  `json:"mil"`        // the MIL op it becomes
+	Elements  int     `json:"elements"`   // output elements compared
+	MaxULPs   float64 `json:"max_ulps"`   // largest |device − exact| in fp16 ulps of the exact value
+	BoundULPs float64 `json:"bound_ulps"` // the bound at that element, in the same ulps
+	Pass      bool    `json:"pass"`
+	Error     string  `json:"error,omitempty"`
+}
+
+// ulp16 is the spacing of fp16 numbers at |x| (2⁻²⁴ in the subnormal range).
+func ulp16(x float64) float64 {
+	x = math.Abs(x)
+	if x < fp16.MinNormal {
+		return fp16.MinSubnormal
+	}
+	_, e := math.Frexp(x) // x = f·2^e, f in [0.5, 1)
+	return math.Ldexp(1, e-11)
+}
+
+// boundKind selects how a case's error bound is computed.
+type boundKind int
+
+const (
+	exact     boundKind = iota // bit-exact
+	rounded                    // ulps of the exact result
+	dot                        // matmul/conv: products rounded, wide or narrow sum
+	narrowSum                  // reduce_sum/mean: fp16 running sum
+)
+
+type opCase struct {
+	op     dataflow.Op
+	name   string
+	inputs []inputSpec
+	build  func(g *dataflow.Graph, in []dataflow.Value) dataflow.Value
+	bound  boundKind
+	ulps   float64 // for rounded
+	k      int     // terms per output for dot and narrowSum
+}
+
+type inputSpec struct {
+	name   string
+	shape  dataflow.Shape
+	lo, hi float64
+	signed bool // draw |x| in [lo, hi] and a random sign
+}
+
+func in(name string, shape dataflow.Shape, lo, hi float64) inputSpec {
+	return inputSpec{name: name, shape: shape, lo: lo, hi: hi}
+}
+
+func signed(name string, shape dataflow.Shape, lo, hi float64) inputSpec {
+	return inputSpec{name: name, shape: shape, lo: lo, hi: hi, signed: true}
+}
+
+// A [3, 40] operand exercises row padding (40 → 64) and several rows.
+var (
+	mat   = dataflow.Shape{3, 40}
+	row   = dataflow.Shape{1, 40}
+	image = dataflow.Shape{1, 4, 9, 11}
+)
+
+func unary(op dataflow.Op, lo, hi float64, b boundKind, ulps float64, f func(*dataflow.Graph, dataflow.Value) dataflow.Value) opCase {
+	return opCase{op: op, inputs: []inputSpec{in("x", mat, lo, hi)}, bound: b, ulps: ulps,
+		build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return f(g, v[0]) }}
+}
+
+func binary(op dataflow.Op, y inputSpec, b boundKind, ulps float64, f func(*dataflow.Graph, dataflow.Value, dataflow.Value) dataflow.Value) opCase {
+	return opCase{op: op, inputs: []inputSpec{in("x", mat, -4, 4), y}, bound: b, ulps: ulps,
+		build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return f(g, v[0], v[1]) }}
+}
+
+// cases covers every op of the registry at least once.
+func cases() []opCase {
+	return []opCase{
+		binary(dataflow.OpAdd, in("y", row, -4, 4), rounded, 1, (*dataflow.Graph).Add),
+		binary(dataflow.OpSub, in("y", mat, -4, 4), rounded, 1, (*dataflow.Graph).Sub),
+		binary(dataflow.OpMul, in("y", mat, -4, 4), rounded, 1, (*dataflow.Graph).Mul),
+		binary(dataflow.OpDiv, signed("y", mat, 0.5, 2), rounded, 1, (*dataflow.Graph).Div),
+		binary(dataflow.OpMaximum, in("y", mat, -4, 4), exact, 0, (*dataflow.Graph).Maximum),
+		binary(dataflow.OpMinimum, in("y", mat, -4, 4), exact, 0, (*dataflow.Graph).Minimum),
+		{op: dataflow.OpPow, inputs: []inputSpec{in("x", mat, 0.25, 4), in("y", mat, -2, 2)}, bound: rounded, ulps: 2,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.Pow(v[0], v[1]) }},
+		unary(dataflow.OpNeg, -4, 4, exact, 0, (*dataflow.Graph).Neg),
+		unary(dataflow.OpAbs, -4, 4, exact, 0, (*dataflow.Graph).Abs),
+		unary(dataflow.OpSquare, -8, 8, rounded, 1, (*dataflow.Graph).Square),
+		unary(dataflow.OpSqrt, 0.01, 100, rounded, 1, (*dataflow.Graph).Sqrt),
+		unary(dataflow.OpRsqrt, 0.01, 100, rounded, 2, (*dataflow.Graph).Rsqrt),
+		unary(dataflow.OpExp, -4, 4, rounded, 2, (*dataflow.Graph).Exp),
+		unary(dataflow.OpLog, 0.01, 100, rounded, 2, (*dataflow.Graph).Log),
+		unary(dataflow.OpTanh, -3, 3, rounded, 2, (*dataflow.Graph).Tanh),
+		unary(dataflow.OpSigmoid, -6, 6, rounded, 2, (*dataflow.Graph).Sigmoid),
+		unary(dataflow.OpRelu, -4, 4, exact, 0, (*dataflow.Graph).Relu),
+		unary(dataflow.OpGelu, -4, 4, rounded, 2, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Gelu(x, dataflow.GeluExact) }),
+		{op: dataflow.OpMatMul, name: "two inputs", inputs: []inputSpec{in("x", mat, -1, 1), in("y", dataflow.Shape{40, 24}, -1, 1)}, bound: dot, k: 40,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.MatMul(v[0], v[1], false, false) }},
+		{op: dataflow.OpMatMul, name: "batched, transposed", inputs: []inputSpec{in("x", dataflow.Shape{2, 40, 3}, -1, 1), in("y", dataflow.Shape{2, 5, 40}, -1, 1)}, bound: dot, k: 40,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.MatMul(v[0], v[1], true, true) }},
+		{op: dataflow.OpMatMul, name: "constant weight (conv)", inputs: []inputSpec{in("x", mat, -1, 1)}, bound: dot, k: 40,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value {
+				return g.MatMul(v[0], g.Const("W", dataflow.Shape{40, 33}, seq(40*33)), false, false)
+			}},
+		{op: dataflow.OpConv2D, inputs: []inputSpec{in("x", image, -1, 1), in("w", dataflow.Shape{6, 2, 3, 3}, -1, 1)}, bound: dot, k: 2 * 3 * 3,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value {
+				return g.Conv2D(v[0], v[1], dataflow.Conv2DOptions{Strides: [2]int{1, 2}, Pads: [4]int{1, 1, 2, 0}, Dilations: [2]int{1, 1}, Groups: 2})
+			}},
+		{op: dataflow.OpReduceSum, name: "last axis (matmul)", inputs: []inputSpec{in("x", mat, -1, 1)}, bound: dot, k: 40,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.ReduceSum(v[0], []int{-1}, true) }},
+		{op: dataflow.OpReduceSum, name: "first axis", inputs: []inputSpec{in("x", dataflow.Shape{12, 40}, -1, 1)}, bound: narrowSum, k: 12,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.ReduceSum(v[0], []int{0}, false) }},
+		{op: dataflow.OpReduceMean, inputs: []inputSpec{in("x", dataflow.Shape{12, 40}, -1, 1)}, bound: narrowSum, k: 12,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.ReduceMean(v[0], []int{0}, true) }},
+		unary(dataflow.OpReduceMax, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.ReduceMax(x, []int{1}, true) }),
+		unary(dataflow.OpSoftmax, -4, 4, rounded, 4, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Softmax(x, -1) }),
+		{op: dataflow.OpLayerNorm, inputs: []inputSpec{in("x", mat, -4, 4)}, bound: rounded, ulps: 4,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value {
+				gamma := g.Const("gamma", dataflow.Shape{40}, seq(40))
+				beta := g.Const("beta", dataflow.Shape{40}, seq(40))
+				return g.LayerNorm(v[0], []int{-1}, gamma, beta, 1e-5)
+			}},
+		unary(dataflow.OpReshape, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Reshape(x, dataflow.Shape{8, 15}) }),
+		{op: dataflow.OpTranspose, inputs: []inputSpec{in("x", dataflow.Shape{3, 4, 40}, -4, 4)}, bound: exact,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.Transpose(v[0], []int{2, 0, 1}) }},
+		{op: dataflow.OpConcat, inputs: []inputSpec{in("x", mat, -4, 4), in("y", dataflow.Shape{3, 7}, -4, 4)}, bound: exact,
+			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.Concat(1, v[0], v[1]) }},
+		unary(dataflow.OpSlice, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Slice(x, []int{1, 3}, []int{2, -1}) }),
+		unary(dataflow.OpPad, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Pad(x, []int{1, 0, 2, 5}, 0.5) }),
+	}
+}
+
+// seq is a deterministic weight pattern in [−1, 1).
+func seq(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64((i*37)%64-32) / 32
+	}
+	return out
+}
+
+// narrow reports whether the device accumulates matmul and conv in fp16.
+func narrow(info shim.Info) bool {
+	return strings.Contains(strings.ToLower(info.Name+" "+info.Numerics), "narrow")
+}
+
+// Check runs every case on dev and returns one result per case, in registry
+// order. It never panics on a device failure: the failure is the result.
+func Check(dev shim.Device) []Result {
+	info := dev.Info()
+	var out []Result
+	for i, c := range cases() {
+		out = append(out, runCase(dev, info, c, uint64(i)))
+	}
+	return out
+}
+
+func runCase(dev shim.Device, info shim.Info, c opCase, seed uint64) (res Result) {
+	res = Result{Op: string(c.op), Case: c.name, Status: "unregistered"}
+	if cap, ok := lower.CapabilityOf(c.op); ok {
+		res.Status = cap.StatusOn(info.Target.Name).String()
+		res.MIL = cap.MIL
+	}
+	fail := func(err error) Result {
+		res.Pass, res.Error = false, err.Error()
+		return res
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	g := dataflow.New()
+	vals := make([]dataflow.Value, len(c.inputs))
+	host := map[string][]float64{}
+	abs := map[string][]float64{}
+	dev32 := make([][]float32, len(c.inputs))
+	for i, s := range c.inputs {
+		vals[i] = g.Input(s.name, s.shape)
+		n := s.shape.Size()
+		xs, as, x32 := make([]float64, n), make([]float64, n), make([]float32, n)
+		for j := range xs {
+			v := s.lo + (s.hi-s.lo)*rng.Float64()
+			if s.signed && rng.IntN(2) == 0 {
+				v = -v
+			}
+			v = fp16.Round64(v) // Eval sees exactly what the device sees
+			xs[j], as[j], x32[j] = v, math.Abs(v), float32(v)
+		}
+		host[s.name], abs[s.name], dev32[i] = xs, as, x32
+	}
+	g.Output("out", c.build(g, vals))
+	if err := g.Err(); err != nil {
+		return fail(err)
+	}
+	want, err := dataflow.Eval(g, host)
+	if err != nil {
+		return fail(err)
+	}
+	var mag map[string][]float64 // Σ|terms| per output element
+	if c.bound == dot || c.bound == narrowSum {
+		if mag, err = dataflow.Eval(g, abs); err != nil {
+			return fail(err)
+		}
+	}
+	p, err := lower.Lower(g, info.Target)
+	if err != nil {
+		return fail(err)
+	}
+	exe, err := dev.Compile(p)
+	if err != nil {
+		return fail(err)
+	}
+	defer exe.Close()
+	got, err := exe.Run(dev32)
+	if err != nil {
+		return fail(err)
+	}
+	if len(got) != 1 || len(got[0]) != len(want["out"]) {
+		return fail(fmt.Errorf("shimtest: device returned %d outputs, first of length %d; want 1 of length %d", len(got), lenFirst(got), len(want["out"])))
+	}
+	uAcc := 0x1p-24
+	if narrow(info) {
+		uAcc = fp16.UnitRoundoff
+	}
+	res.Elements = len(got[0])
+	res.Pass = true
+	worst := -1.0
+	for j, w := range want["out"] {
+		d := float64(got[0][j])
+		if math.IsNaN(d) {
+			return fail(fmt.Errorf("shimtest: element %d is NaN, want %g", j, w))
+		}
+		var bound float64
+		switch c.bound {
+		case exact:
+			w = fp16.Round64(w) // exact up to the representation
+		case rounded:
+			bound = c.ulps * ulp16(w)
+		case dot:
+			bound = (fp16.UnitRoundoff+float64(c.k-1)*uAcc)*mag["out"][j] + ulp16(w)/2
+		case narrowSum:
+			bound = float64(c.k-1)*fp16.UnitRoundoff*mag["out"][j] + ulp16(w)/2
+		}
+		errAbs := math.Abs(d - w)
+		ulps := errAbs / ulp16(w)
+		if ulps > worst {
+			worst = ulps
+			res.MaxULPs, res.BoundULPs = ulps, bound/ulp16(w)
+		}
+		if errAbs > bound && res.Error == "" {
+			res.Pass = false
+			res.Error = fmt.Sprintf("element %d: got %g, want %g ± %.3g", j, d, w, bound)
+		}
+	}
+	return res
+}
+
+func lenFirst(xs [][]float32) int {
+	if len(xs) == 0 {
+		return 0
+	}
+	return len(xs[0])
+}
+
+// Test runs the suite as subtests of t, one per case, failing those whose
+// error exceeds the bound.
+func Test(t *testing.T, dev shim.Device) {
+	t.Helper()
+	for _, r := range Check(dev) {
+		name := r.Op
+		if r.Case != "" {
+			name += "/" + r.Case
+		}
+		t.Run(name, func(t *testing.T) {
+			if !r.Pass {
+				t.Errorf("%s on %s: %s (max error %.3g ulps, bound %.3g)", name, dev.Info().Name, r.Error, r.MaxULPs, r.BoundULPs)
+				return
+			}
+			t.Logf("max error %.3g ulps (bound %.3g) over %d elements", r.MaxULPs, r.BoundULPs, r.Elements)
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/shim"
+)
+
+// Numerics selects the accumulation model of matmul and conv.
+type Numerics int
+
+const (
+	// Wide sums the fp16-rounded products in float32 and rounds the sum to
+	// fp16, as the engine does (ANE_FACTS §5).
+	Wide Numerics = iota
+	// Narrow also rounds every partial sum to fp16: a pessimistic model.
+	Narrow
+)
+
+// String returns "wide" or "narrow".
+func (n Numerics) String() string {
+	if n == Narrow {
+		return "narrow"
+	}
+	return "wide"
+}
+
+func init() {
+	shim.Register("sim", func() (shim.Device, error) { return New(Wide), nil })
+	shim.Register("sim-narrow", func() (shim.Device, error) { return New(Narrow), nil })
+}
+
+// Device is the simulator. It is safe for concurrent use; Runs of its
+// executables are serialized, as on the engine.
+type Device struct {
+	num    Numerics
+	target lower.Target
+	runMu  sync.Mutex // one program runs at a time
+	closed atomic.Bool
+}
+
+// New returns a simulator device with the given numerics and the
+// simulator's target limits (lower.TargetSim).
+func New(n Numerics) *Device {
+	return &Device{num: n, target: lower.TargetSim}
+}
+
+// Info describes the device.
+func (d *Device) Info() shim.Info {
+	in := shim.Info{Name: "sim", Target: d.target, Hardware: false}
+	in.Numerics = "fp16 storage (round to nearest even, overflow to ±Inf, subnormals kept); " +
+		"elementwise ops correctly rounded to fp16; transcendentals float32 then fp16; " +
+		"matmul/conv: fp16 products summed in float32, sum rounded to fp16; " +
+		"reduce_sum/reduce_mean: fp16 running sum"
+	if d.num == Narrow {
+		in.Name = "sim-narrow"
+		in.Numerics = "fp16 storage (round to nearest even, overflow to ±Inf, subnormals kept); " +
+			"elementwise ops correctly rounded to fp16; transcendentals float32 then fp16; " +
+			"matmul/conv: fp16 products with an fp16 running sum (narrow accumulation); " +
+			"reduce_sum/reduce_mean: fp16 running sum"
+	}
+	return in
+}
+
+// Numerics returns the device's accumulation model.
+func (d *Device) Numerics() Numerics { return d.num }
+
+// Compile parses, checks and plans p. Errors are *Error values wrapping
+// ErrInvalid, shim.ErrUnsupported or shim.ErrRange (see the package doc).
+func (d *Device) Compile(p *lower.Program) (shim.Executable, error) {
+	if d.closed.Load() {
+		return nil, errAt(zeroPos, shim.ErrClosed, "device is closed")
+	}
+	pl, err := compile(d.target, p)
+	if err != nil {
+		return nil, err
+	}
+	return &executable{dev: d, prog: p, plan: pl}, nil
+}
+
+// Close releases the device; its executables stop running. It is
+// idempotent.
+func (d *Device) Close() error {
+	d.closed.Store(true)
+	return nil
+}
+
+// executable is a compiled program.
+type executable struct {
+	dev     *Device
+	prog    *lower.Program
+	plan    *plan
+	closed  atomic.Bool
+	scratch [][]float32 // slot buffers reused across runs; guarded by dev.runMu
+}
+
+func (e *executable) Program() *lower.Program { return e.prog }
+
+func (e *executable) Close() error {
+	e.closed.Store(true)
+	e.dev.runMu.Lock()
+	e.scratch = nil
+	e.dev.runMu.Unlock()
+	return nil
+}
+
+// Run executes the program on inputs given in their logical shapes.
+func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
+	if e.closed.Load() || e.dev.closed.Load() {
+		return nil, errAt(zeroPos, shim.ErrClosed, "run on a closed executable")
+	}
+	specs := e.prog.Inputs
+	if len(inputs) != len(specs) {
+		return nil, errAt(zeroPos, shim.ErrShape, "got %d inputs, program takes %d", len(inputs), len(specs))
+	}
+	for i, s := range specs {
+		if len(inputs[i]) != s.Size() {
+			return nil, errAt(zeroPos, shim.ErrShape, "input %q has %d values, its shape %s needs %d", s.Name, len(inputs[i]), shapeString(s.Shape), s.Size())
+		}
+		for j, v := range inputs[i] {
+			if r := fp16.Round32(v); !isHalfFinite(r) {
+				return nil, errAt(zeroPos, shim.ErrRange, "input %q element %d is %g, beyond fp16's range ±%g", s.Name, j, v, fp16.MaxValue)
+			}
+		}
+	}
+
+	e.dev.runMu.Lock()
+	defer e.dev.runMu.Unlock()
+	if e.closed.Load() {
+		return nil, errAt(zeroPos, shim.ErrClosed, "run on a closed executable")
+	}
+	pl := e.plan
+	if e.scratch == nil {
+		e.scratch = make([][]float32, len(pl.sizes))
+		for i, n := range pl.sizes {
+			if pl.consts[i] != nil {
+				e.scratch[i] = pl.consts[i]
+			} else {
+				e.scratch[i] = make([]float32, n)
+			}
+		}
+	}
+	b := e.scratch
+	for i, s := range specs {
+		buf := b[pl.inputs[i]]
+		s.Pack(buf, inputs[i])
+		roundSlice(buf)
+	}
+	narrow := e.dev.num == Narrow
+	for _, st := range pl.steps {
+		st.run(b, b[st.out], narrow)
+	}
+	outs := make([][]float32, len(e.prog.Outputs))
+	var rangeErr error
+	for i, s := range e.prog.Outputs {
+		outs[i] = make([]float32, s.Size())
+		s.Unpack(outs[i], b[pl.outputs[i]])
+		if rangeErr == nil {
+			for j, v := range outs[i] {
+				if math.IsInf(float64(v), 0) || v != v {
+					rangeErr = errAt(zeroPos, shim.ErrRange, "output %q element %d is %g: fp16 overflow", s.Name, j, v)
+					break
+				}
+			}
+		}
+	}
+	return outs, rangeErr
+}

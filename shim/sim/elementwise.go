@@ -1,0 +1,205 @@
+package sim
+
+import (
+	"math"
+)
+
+type ewKind uint8
+
+const (
+	ewAdd ewKind = iota
+	ewSub
+	ewMul
+	ewDiv
+	ewPow
+	ewMax
+	ewMin
+)
+
+func binarySpec(k ewKind) opSpec {
+	return opSpec{
+		params: []param{{"x", kData, true}, {"y", kData, true}},
+		build: func(c *compiler, a *args) (built, error) {
+			x, y := a.data("x"), a.data("y")
+			shape, ok := broadcastShapes(x.shape, y.shape)
+			if !ok {
+				return built{}, a.errorf("shapes %s and %s do not broadcast", shapeString(x.shape), shapeString(y.shape))
+			}
+			n := numel(shape)
+			xs, ys := x.slot, y.slot
+			// One row when each operand is either the full shape or a
+			// single element; otherwise one row per index of all but the
+			// last dimension.
+			xFull, yFull := numel(x.shape) == n, numel(y.shape) == n
+			if (xFull || numel(x.shape) == 1) && (yFull || numel(y.shape) == 1) {
+				xl, yl := b2i(xFull), b2i(yFull)
+				return built{shape: shape, run: func(b [][]float32, out []float32, _ bool) {
+					binaryRow(k, out, b[xs], xl, b[ys], yl)
+				}}, nil
+			}
+			xst, yst := broadcastStrides(x.shape, shape), broadcastStrides(y.shape, shape)
+			last := shape[len(shape)-1]
+			xl, yl := xst[len(shape)-1], yst[len(shape)-1]
+			xr, yr := rowOffsets(shape, xst), rowOffsets(shape, yst)
+			return built{shape: shape, run: func(b [][]float32, out []float32, _ bool) {
+				X, Y := b[xs], b[ys]
+				for r := range xr {
+					binaryRow(k, out[r*last:(r+1)*last], X[xr[r]:], xl, Y[yr[r]:], yl)
+				}
+			}}, nil
+		},
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// binaryRow computes out[i] = x[i·xs] ∘ y[i·ys]. The float32 result of +, −,
+// ×, ÷ on fp16 operands is the exact result rounded to 24 bits, and 24 ≥
+// 2·11 + 2, so rounding it again to fp16 gives the exact result rounded once.
+func binaryRow(k ewKind, out, x []float32, xs int, y []float32, ys int) {
+	switch k {
+	case ewAdd:
+		for i := range out {
+			out[i] = r16(x[i*xs] + y[i*ys])
+		}
+	case ewSub:
+		for i := range out {
+			out[i] = r16(x[i*xs] - y[i*ys])
+		}
+	case ewMul:
+		for i := range out {
+			out[i] = r16(x[i*xs] * y[i*ys])
+		}
+	case ewDiv:
+		for i := range out {
+			out[i] = r16(x[i*xs] / y[i*ys])
+		}
+	case ewPow:
+		for i := range out {
+			out[i] = r16(float32(math.Pow(float64(x[i*xs]), float64(y[i*ys]))))
+		}
+	case ewMax:
+		for i := range out {
+			a, b := x[i*xs], y[i*ys]
+			if a > b {
+				out[i] = a
+			} else {
+				out[i] = b
+			}
+		}
+	case ewMin:
+		for i := range out {
+			a, b := x[i*xs], y[i*ys]
+			if a > b {
+				out[i] = b
+			} else {
+				out[i] = a
+			}
+		}
+	}
+}
+
+type unaryKind uint8
+
+const (
+	uAbs unaryKind = iota
+	uSquare
+	uSqrt
+	uExp
+	uLog
+	uTanh
+	uSigmoid
+	uRelu
+	uGelu
+)
+
+func unarySpec(k unaryKind) opSpec {
+	return opSpec{params: []param{{"x", kData, true}}, build: buildUnary(k)}
+}
+
+const (
+	geluExact   = "EXACT"
+	geluTanh    = "TANH_APPROXIMATION"
+	geluSigmoid = "SIGMOID_APPROXIMATION"
+)
+
+func buildUnary(k unaryKind) func(c *compiler, a *args) (built, error) {
+	return func(c *compiler, a *args) (built, error) {
+		x := a.data("x")
+		xs := x.slot
+		eps := float64(a.half("epsilon", 0)) // log: default 1e-45 is 0 in fp16
+		mode := a.str("mode", geluExact)
+		if k == uGelu && mode != geluExact && mode != geluTanh && mode != geluSigmoid {
+			return built{}, a.errorf("mode %q is not one of %s, %s, %s", mode, geluExact, geluTanh, geluSigmoid)
+		}
+		return built{shape: x.shape, run: func(b [][]float32, out []float32, _ bool) {
+			unaryRow(k, out, b[xs], eps, mode)
+		}}, nil
+	}
+}
+
+// f32 rounds a float64 to float32: a transcendental's float32 result.
+func f32(x float64) float32 { return float32(x) }
+
+func unaryRow(k unaryKind, out, x []float32, eps float64, mode string) {
+	x = x[:len(out)]
+	switch k {
+	case uAbs:
+		for i, v := range x {
+			out[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+		}
+	case uSquare:
+		for i, v := range x {
+			out[i] = r16(v * v)
+		}
+	case uSqrt:
+		// float64 → float32 is innocuous for √ (53 ≥ 2·24 + 2), and
+		// float32 → fp16 likewise (24 ≥ 2·11 + 2).
+		for i, v := range x {
+			out[i] = r16(f32(math.Sqrt(float64(v))))
+		}
+	case uExp:
+		for i, v := range x {
+			out[i] = r16(f32(math.Exp(float64(v))))
+		}
+	case uLog:
+		for i, v := range x {
+			out[i] = r16(f32(math.Log(float64(v) + eps))) // the fp16 sum is exact in float64
+		}
+	case uTanh:
+		for i, v := range x {
+			out[i] = r16(f32(math.Tanh(float64(v))))
+		}
+	case uSigmoid:
+		for i, v := range x {
+			out[i] = r16(f32(1 / (1 + math.Exp(-float64(v)))))
+		}
+	case uRelu:
+		for i, v := range x {
+			if v > 0 {
+				out[i] = v
+			} else {
+				out[i] = 0
+			}
+		}
+	case uGelu:
+		for i, v := range x {
+			out[i] = r16(f32(gelu(float64(v), mode)))
+		}
+	}
+}
+
+func gelu(x float64, mode string) float64 {
+	switch mode {
+	case geluTanh:
+		return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+	case geluSigmoid:
+		return x / (1 + math.Exp(-1.702*x))
+	}
+	return 0.5 * x * (1 + math.Erf(x/math.Sqrt2))
+}
