@@ -71,8 +71,8 @@ func (e *BlobError) Error() string {
 // Unwrap returns ErrBlob.
 func (e *BlobError) Unwrap() error { return ErrBlob }
 
-// BlobWriter builds a weight file. The zero value is not ready; use
-// NewBlobWriter.
+// BlobWriter builds a weight file. The zero value is an empty file, ready
+// to use, as is NewBlobWriter().
 type BlobWriter struct {
 	buf   []byte // header (count not yet filled in) and blobs
 	count uint32
@@ -80,9 +80,16 @@ type BlobWriter struct {
 
 // NewBlobWriter returns a writer holding an empty weight file.
 func NewBlobWriter() *BlobWriter {
-	w := &BlobWriter{buf: make([]byte, blobHeaderSize, 4096)}
-	binary.LittleEndian.PutUint32(w.buf[4:], blobVersion)
+	w := &BlobWriter{}
+	w.init()
 	return w
+}
+
+func (w *BlobWriter) init() {
+	if w.buf == nil {
+		w.buf = make([]byte, blobHeaderSize, 4096)
+		binary.LittleEndian.PutUint32(w.buf[4:], blobVersion)
+	}
 }
 
 // Add appends a blob and returns the offset of its 64-byte metadata record,
@@ -90,6 +97,7 @@ func NewBlobWriter() *BlobWriter {
 // data starts at 128. The data is copied and zero-padded to a multiple of
 // 64 bytes.
 func (w *BlobWriter) Add(dt BlobDType, data []byte) (offset uint64) {
+	w.init()
 	off := len(w.buf)
 	var meta [blobMetaSize]byte
 	binary.LittleEndian.PutUint32(meta[0:], blobSentinel)
@@ -106,7 +114,10 @@ func (w *BlobWriter) Add(dt BlobDType, data []byte) (offset uint64) {
 }
 
 // Len is the size in bytes of the file Bytes returns.
-func (w *BlobWriter) Len() int { return len(w.buf) }
+func (w *BlobWriter) Len() int {
+	w.init()
+	return len(w.buf)
+}
 
 // Count is the number of blobs added.
 func (w *BlobWriter) Count() int { return int(w.count) }
@@ -115,6 +126,7 @@ func (w *BlobWriter) Count() int { return int(w.count) }
 // count, uint32 version 2, zeros) followed by each blob's metadata record
 // and padded data.
 func (w *BlobWriter) Bytes() []byte {
+	w.init()
 	b := append([]byte(nil), w.buf...)
 	binary.LittleEndian.PutUint32(b[0:], w.count)
 	return b
@@ -181,7 +193,7 @@ func ReadBlob(b []byte) (*BlobFile, error) {
 // BLOBFILE(offset = ...) reference. A missing blob is an error wrapping
 // ErrBlob.
 func (f *BlobFile) At(offset uint64) (BlobEntry, error) {
-	// Entries are in increasing offset order: binary search.
+	// ReadBlob returns entries in increasing offset order: binary search.
 	lo, hi := 0, len(f.Entries)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -193,6 +205,12 @@ func (f *BlobFile) At(offset uint64) (BlobEntry, error) {
 	}
 	if lo < len(f.Entries) && f.Entries[lo].Offset == offset {
 		return f.Entries[lo], nil
+	}
+	// A BlobFile built by hand may be unsorted.
+	for _, e := range f.Entries {
+		if e.Offset == offset {
+			return e, nil
+		}
 	}
 	return BlobEntry{}, fmt.Errorf("%w: no blob at offset %d", ErrBlob, offset)
 }

@@ -185,3 +185,19 @@ func TestBlobDTypeString(t *testing.T) {
 	require.Equal(t, "uint4", BlobUInt4.String())
 	require.Equal(t, "BlobDType(99)", BlobDType(99).String())
 }
+
+func TestBlobWriterZeroValue(t *testing.T) {
+	var w BlobWriter
+	require.Equal(t, 64, w.Len())
+	require.Equal(t, uint64(64), w.Add(BlobInt8, []byte{1}))
+	require.Equal(t, NewBlobWriter().Len()+128, w.Len())
+	f, err := ReadBlob(w.Bytes())
+	require.NoError(t, err)
+	require.Len(t, f.Entries, 1)
+
+	// At also finds entries of a hand-built, unsorted file.
+	hand := &BlobFile{Entries: []BlobEntry{{Offset: 192, DType: BlobFP32}, {Offset: 64, DType: BlobFP16}}}
+	e, err := hand.At(64)
+	require.NoError(t, err)
+	require.Equal(t, BlobFP16, e.DType)
+}

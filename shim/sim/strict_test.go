@@ -1,0 +1,251 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/lower/mil"
+	"github.com/anemone-go/anemone/shim"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCompileRejects(t *testing.T) {
+	v := []int{2, 32}
+	two := []port{in("x", v...), in("y", v...)}
+	one := []port{in("x", v...)}
+	out := []port{in("z", v...)}
+	cases := []struct {
+		name     string
+		ins      []port
+		body     string
+		outs     []port
+		sentinel error
+		msg      string // substring of the message
+		marker   string // the statement the error must point at ("" for none)
+	}{
+		{"unknown op", one, stmt("z", v, "frobnicate", "x = x"), out,
+			shim.ErrUnsupported, `op "frobnicate" is not supported`, "frobnicate("},
+		{"rsqrt", one, stmt("z", v, "rsqrt", "x = x"), out,
+			shim.ErrUnsupported, `op "rsqrt" is not supported (use pow(x, -0.5))`, "rsqrt("},
+		{"missing required argument", two, stmt("z", v, "matmul", "x = x"), out,
+			ErrInvalid, `missing required argument "y"`, "matmul("},
+		{"gelu needs mode", one, stmt("z", v, "gelu", "x = x"), out,
+			ErrInvalid, `missing required argument "mode"`, "gelu("},
+		{"unknown argument", two, stmt("z", v, "add", "x = x", "y = y", "alpha = y"), out,
+			ErrInvalid, `add has no argument "alpha"`, "add("},
+		{"argument given twice", two, stmt("z", v, "add", "x = x", "y = y", "y = x"), out,
+			ErrInvalid, `argument "y" given twice`, "add("},
+		{"undefined variable", one, stmt("z", v, "add", "x = x", "y = nope"), out,
+			ErrInvalid, `nope`, "add("},
+		{"wrong declared shape", two, stmt("z", []int{32, 2}, "add", "x = x", "y = y"), out,
+			ErrInvalid, "declared type tensor<fp16, [32, 2]> of \"z\" does not match the inferred type tensor<fp16, [2, 32]>", "add("},
+		{"wrong declared dtype", two, "        tensor<fp32, [2, 32]> z = add(x = x, y = y)[name = string(\"z\")];\n", out,
+			ErrInvalid, "declared type tensor<fp32, [2, 32]>", "add("},
+		{"broadcast mismatch", []port{in("x", 2, 32), in("y", 3, 32)}, stmt("z", v, "add", "x = x", "y = y"), out,
+			ErrInvalid, "do not broadcast", "add("},
+		{"param not const", one, stmt("z", v, "softmax", "axis = x", "x = x"), out,
+			ErrInvalid, `argument "axis" must be a const int32 scalar`, "softmax("},
+		{"data not fp16", one, cInts("k", 1, 2) + stmt("z", v, "add", "x = x", "y = k"), out,
+			ErrInvalid, `argument "y" must be an fp16 tensor`, "add("},
+		{"epsilon of wrong kind", one, cInt("e", 1) + stmt("z", v, "log", "epsilon = e", "x = x"), out,
+			ErrInvalid, `argument "epsilon" must be a const fp16 scalar`, "log("},
+		{"inline literal argument", one, "        tensor<fp16, [2, 32]> z = add(x = x, y = fp16(0x1p+0))[name = string(\"z\")];\n", out,
+			shim.ErrUnsupported, "inline literal", "add("},
+		{"missing name attribute", two, "        tensor<fp16, [2, 32]> z = add(x = x, y = y);\n", out,
+			ErrInvalid, "no name attribute", "add("},
+		{"rank-1 matmul", one, cInts("s", 64) + stmt("x1", []int{64}, "reshape", "shape = s", "x = x") +
+			stmt("d", []int{}, "matmul", "x = x1", "y = x1") + stmt("z", v, "add", "x = x", "y = d"), out,
+			shim.ErrUnsupported, "rank-1", "matmul("},
+		{"contraction mismatch", two, stmt("z", []int{2, 2}, "matmul", "x = x", "y = y"), []port{in("z", 2, 2)},
+			ErrInvalid, "contraction dimensions differ", "matmul("},
+		{"spatial limit", two, cInt("ax", 1) + cBool("il", false) +
+			stmt("w", []int{2, 16416}, "concat", "axis = ax", "interleave = il", "values = ("+strings.Repeat("x, ", 512)+"y)") +
+			stmt("z", v, "add", "x = x", "y = y"), out,
+			shim.ErrUnsupported, "exceeds the target's spatial limit of 16384", "concat("},
+		{"rank limit", one, cInts("s", 1, 1, 2, 1, 4, 8) + stmt("w", []int{1, 1, 2, 1, 4, 8}, "reshape", "shape = s", "x = x") +
+			stmt("z", v, "add", "x = x", "y = x"), out,
+			shim.ErrUnsupported, "rank 6, beyond the target's limit of 5", "reshape("},
+		{"conv kernel limit", []port{in("x", 1, 1, 4, 32)},
+			cHalfs("w", []int{1, 1, 1, 14}, make([]float64, 14)) + stmt("z", []int{1, 1, 4, 19}, "conv", "weight = w", "x = x"),
+			[]port{in("z", 1, 1, 4, 19)}, shim.ErrUnsupported, "kernel 1×14 exceeds the target's kernel limit of 13", "conv("},
+		{"pad reflect", one, cInts("p", 0, 0) + cStr("m", "reflect") + stmt("z", v, "pad", "mode = m", "pad = p", "x = x"), out,
+			shim.ErrUnsupported, `mode "reflect" is not supported`, "pad("},
+		{"pad bad mode", one, cInts("p", 0, 0) + cStr("m", "wrap") + stmt("z", v, "pad", "mode = m", "pad = p", "x = x"), out,
+			ErrInvalid, `mode "wrap"`, "pad("},
+		{"gelu bad mode", one, cStr("m", "FAST") + stmt("z", v, "gelu", "mode = m", "x = x"), out,
+			ErrInvalid, `mode "FAST"`, "gelu("},
+		{"fp32 const", one, "        fp32 c = const()[name = string(\"c\"), val = fp32(0x1p+0)];\n" + stmt("z", v, "add", "x = x", "y = x"), out,
+			shim.ErrUnsupported, "dtype fp32", "const()"},
+		{"non-finite const", one, "        fp16 c = const()[name = string(\"c\"), val = fp16(0x1p+17)];\n" + stmt("z", v, "add", "x = x", "y = c"), out,
+			shim.ErrRange, "not a finite fp16 value", "const()"},
+		{"const type mismatch", one, "        tensor<int32, [3]> c = const()[name = string(\"c\"), val = tensor<int32, [2]>([1, 2])];\n" + stmt("z", v, "add", "x = x", "y = x"), out,
+			ErrInvalid, "declared tensor<int32, [3]> but its value is tensor<int32, [2]>", "const()"},
+		{"reshape count", one, cInts("s", 3, -1) + stmt("z", v, "reshape", "shape = s", "x = x"), out,
+			ErrInvalid, "cannot infer the -1", "reshape("},
+		{"transpose perm", one, cInts("p", 0, 0) + stmt("z", v, "transpose", "perm = p", "x = x"), out,
+			ErrInvalid, "not a permutation", "transpose("},
+		{"slice out of range", one, cInts("b", 1, 0) + cInts("s", 2, 32) + stmt("z", v, "slice_by_size", "begin = b", "size = s", "x = x"), out,
+			ErrInvalid, "out of range", "slice_by_size("},
+		{"reduce axis out of range", one, cInts("a", 2) + stmt("z", v, "reduce_sum", "axes = a", "x = x"), out,
+			ErrInvalid, "axis 2 out of range for rank 2", "reduce_sum("},
+		{"output not returned", one, stmt("z", v, "relu", "x = x"), []port{in("z", v...), in("q", v...)},
+			ErrInvalid, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := program(c.ins, c.body, c.outs)
+			err := compileErr(t, p)
+			require.ErrorIs(t, err, c.sentinel, "%v", err)
+			require.Contains(t, err.Error(), c.msg)
+			require.True(t, strings.HasPrefix(err.Error(), "sim: "), err.Error())
+			if c.marker != "" {
+				require.Contains(t, err.Error(), "sim: "+posOf(t, p.MIL, c.marker)+": ")
+			}
+		})
+	}
+}
+
+func TestCompileRejectsSignature(t *testing.T) {
+	good := func() *lower.Program {
+		return program([]port{in("x", 2, 32)}, stmt("z", []int{2, 32}, "relu", "x = x"), []port{in("z", 2, 32)})
+	}
+	cases := []struct {
+		name     string
+		edit     func(p *lower.Program)
+		sentinel error
+		msg      string
+	}{
+		{"input name", func(p *lower.Program) { p.Inputs[0].Name = "other" }, ErrInvalid, `no input "other"`},
+		{"input count", func(p *lower.Program) { p.Inputs = append(p.Inputs, ioSpec("w", []int{2, 32})) }, ErrInvalid, "takes 1 inputs"},
+		{"input shape", func(p *lower.Program) { p.Inputs[0] = ioSpec("x_in", []int{2, 2, 32}) }, ErrInvalid, "the program's signature says"},
+		{"device shape", func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{2, 32} }, ErrInvalid, "is not [1, C, 1, S]"},
+		{"output name", func(p *lower.Program) { p.Outputs[0].Name = "q" }, ErrInvalid, `does not return "q"`},
+		{"output shape", func(p *lower.Program) { p.Outputs[0] = ioSpec("z_out", []int{4, 32}) }, ErrInvalid, "the program's signature says"},
+		{"fp32 input", func(p *lower.Program) {
+			p.MIL = []byte(strings.Replace(string(p.MIL), "tensor<fp16, [1, 2, 1, 32]> x_in", "tensor<fp32, [1, 2, 1, 32]> x_in", 1))
+		}, shim.ErrUnsupported, "must be fp16"},
+		{"opset", func(p *lower.Program) { p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "main<ios17>", 1)) },
+			shim.ErrUnsupported, "opset ios17"},
+		{"function name", func(p *lower.Program) { p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "other<ios18>", 1)) },
+			ErrInvalid, "exactly one function, main"},
+		{"input device limit", func(p *lower.Program) {
+			*p = *program([]port{in("x", 1, 16416)}, stmt("z", []int{1, 16416}, "relu", "x = x"), []port{in("z", 1, 16416)})
+		}, shim.ErrUnsupported, "exceeds the target's spatial limit of 16384"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := good()
+			c.edit(p)
+			err := compileErr(t, p)
+			require.ErrorIs(t, err, c.sentinel, "%v", err)
+			require.Contains(t, err.Error(), c.msg)
+		})
+	}
+}
+
+func TestCompileRejectsBlob(t *testing.T) {
+	w := mil.NewBlobWriter()
+	off := w.Add(mil.BlobFP16, mil.FP16Data(make([]float64, 64)))
+	offI8 := w.Add(mil.BlobInt8, make([]byte, 64))
+	blob := w.Bytes()
+	weight := func(path string, offset uint64, shape ...int) string {
+		return fmt.Sprintf("        %s c = const()[name = string(\"c\"), val = %s(BLOBFILE(path = string(%q), offset = uint64(%d)))];\n",
+			ft(shape), ft(shape), path, offset)
+	}
+	cases := []struct {
+		name string
+		body string
+		blob []byte
+		msg  string
+	}{
+		{"good", weight(lower.WeightPath, off, 2, 32), blob, ""},
+		{"offset not a record", weight(lower.WeightPath, off+64, 2, 32), blob, "no blob metadata record at offset 128"},
+		{"dtype", weight(lower.WeightPath, offI8, 2, 32), blob, "holds int8 data, want fp16"},
+		{"size", weight(lower.WeightPath, off, 2, 16), blob, "holds 128 bytes, its type tensor<fp16, [2, 16]> needs 64"},
+		{"path", weight("@model_path/weights/other.bin", off, 2, 32), blob, "weight path"},
+		{"no blob", weight(lower.WeightPath, off, 2, 32), nil, "the program has none"},
+		{"malformed blob", weight(lower.WeightPath, off, 2, 32), blob[:100], "weight blob"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := c.body + stmt("z", []int{2, 32}, "add", "x = x", "y = c")
+			p := program([]port{in("x", 2, 32)}, body, []port{in("z", 2, 32)})
+			p.Blob = c.blob
+			_, err := New(Wide).Compile(p)
+			if c.msg == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalid)
+			require.Contains(t, err.Error(), c.msg)
+			if c.name != "malformed blob" {
+				require.Contains(t, err.Error(), posOf(t, p.MIL, "c = const()"))
+			}
+		})
+	}
+}
+
+func TestSyntaxErrorPassesThrough(t *testing.T) {
+	p := program([]port{in("x", 2, 32)}, "        tensor<fp16, [2, 32]> z = relu(x = x[name = string(\"z\")];\n", []port{in("z", 2, 32)})
+	err := compileErr(t, p)
+	var se *mil.SyntaxError
+	require.True(t, errors.As(err, &se), "%v", err)
+	require.ErrorIs(t, err, ErrInvalid)
+	require.Equal(t, posOf(t, p.MIL, "relu(")[:2], se.Pos.String()[:2], "the syntax error is on the relu line")
+	require.Contains(t, err.Error(), "sim: mil: "+se.Pos.String())
+}
+
+func TestRunRejects(t *testing.T) {
+	body := stmt("z", []int{2, 3}, "add", "x = x", "y = y")
+	p := program([]port{in("x", 2, 3), in("y", 2, 3)}, body, []port{in("z", 2, 3)})
+	dev := New(Wide)
+	exe, err := dev.Compile(p)
+	require.NoError(t, err)
+	ok := []float32{1, 2, 3, 4, 5, 6}
+
+	_, err = exe.Run([][]float32{ok})
+	require.ErrorIs(t, err, shim.ErrShape)
+	require.EqualError(t, err, "sim: got 1 inputs, program takes 2")
+
+	_, err = exe.Run([][]float32{ok, ok[:5]})
+	require.ErrorIs(t, err, shim.ErrShape)
+	require.Contains(t, err.Error(), `input "y_in" has 5 values`)
+
+	big := append([]float32{}, ok...)
+	big[4] = 1e6
+	_, err = exe.Run([][]float32{ok, big})
+	require.ErrorIs(t, err, shim.ErrRange)
+	require.Contains(t, err.Error(), `input "y_in" element 4`)
+
+	nan := append([]float32{}, ok...)
+	nan[0] = float32(zeroNaN())
+	_, err = exe.Run([][]float32{nan, ok})
+	require.ErrorIs(t, err, shim.ErrRange)
+
+	// 65519 rounds to 65504, finite: accepted.
+	edge := append([]float32{}, ok...)
+	edge[0] = 65519
+	outs, err := exe.Run([][]float32{edge, make([]float32, 6)})
+	require.NoError(t, err)
+	require.Equal(t, float32(65504), outs[0][0])
+
+	require.NoError(t, exe.Close())
+	_, err = exe.Run([][]float32{ok, ok})
+	require.ErrorIs(t, err, shim.ErrClosed)
+
+	exe2, err := dev.Compile(p)
+	require.NoError(t, err)
+	require.NoError(t, dev.Close())
+	_, err = exe2.Run([][]float32{ok, ok})
+	require.ErrorIs(t, err, shim.ErrClosed)
+	_, err = dev.Compile(p)
+	require.ErrorIs(t, err, shim.ErrClosed)
+}
+
+func zeroNaN() float64 {
+	z := 0.0
+	return z / z
+}
