@@ -188,6 +188,7 @@ func (g *Graph) Input(name string, shape Shape) Value {
 	}
 	v := g.push(&Node{Op: OpInput, Name: name, Shape: cloneShape(shape), DType: Float16})
 	g.inputs = append(g.inputs, v.id)
+	g.remember(name, v)
 	return v
 }
 
@@ -209,8 +210,42 @@ func (g *Graph) Const(name string, shape Shape, data []float64) Value {
 	if !g.checkName(OpConst, name, "a const") {
 		return Value{}
 	}
-	return g.push(&Node{Op: OpConst, Name: name, Shape: cloneShape(shape), DType: Float16,
+	v := g.push(&Node{Op: OpConst, Name: name, Shape: cloneShape(shape), DType: Float16,
 		Data: append([]float64(nil), data...)})
+	g.remember(name, v)
+	return v
+}
+
+func (g *Graph) remember(name string, v Value) {
+	if !v.Valid() {
+		return
+	}
+	if g.byName == nil {
+		g.byName = map[string]int{}
+	}
+	g.byName[name] = v.id
+}
+
+// ValueOf returns the Value of node id, for tools that walk Nodes (and,
+// for instance, declare extra outputs to inspect intermediates).
+func (g *Graph) ValueOf(id int) (Value, bool) {
+	if g == nil || id < 0 || id >= len(g.nodes) {
+		return Value{}, false
+	}
+	return Value{g: g, id: id}, true
+}
+
+// Lookup returns the input or const named name, so that code adding ops to
+// a graph can share one constant (a weight) between many uses.
+func (g *Graph) Lookup(name string) (Value, bool) {
+	if g == nil {
+		return Value{}, false
+	}
+	id, ok := g.byName[name]
+	if !ok {
+		return Value{}, false
+	}
+	return Value{g: g, id: id}, true
 }
 
 // Scalar declares an anonymous rank-0 Float16 constant. Its node is an

@@ -422,3 +422,31 @@ func TestErrorsAreWrapped(t *testing.T) {
 	require.True(t, errors.Is(g.Err(), ErrShape))
 	require.False(t, errors.Is(g.Err(), ErrInvalid))
 }
+
+func TestLookup(t *testing.T) {
+	g := New()
+	x := g.Input("x", Shape{2})
+	w := g.Const("w", Shape{2}, []float64{1, 2})
+	g.Output("y", g.Mul(x, w))
+	got, ok := g.Lookup("w")
+	require.True(t, ok)
+	require.Equal(t, w.ID(), got.ID())
+	got, ok = g.Lookup("x")
+	require.True(t, ok)
+	require.Equal(t, x.ID(), got.ID())
+	_, ok = g.Lookup("y")
+	require.False(t, ok, "outputs are not values to look up")
+	_, ok = (*Graph)(nil).Lookup("w")
+	require.False(t, ok)
+}
+
+func TestValueOf(t *testing.T) {
+	g := New()
+	x := g.Input("x", Shape{2})
+	y := g.Relu(x)
+	v, ok := g.ValueOf(y.ID())
+	require.True(t, ok)
+	require.Equal(t, y.Shape(), v.Shape())
+	_, ok = g.ValueOf(99)
+	require.False(t, ok)
+}

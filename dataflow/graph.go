@@ -202,5 +202,6 @@ type Graph struct {
 	inputs  []int
 	outputs []Output
 	names   map[string]string // input, const and output names → what holds them
+	byName  map[string]int    // input and const names → node ID
 	err     error
 }

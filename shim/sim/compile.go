@@ -153,6 +153,9 @@ func (c *compiler) inputs(fn *mil.Function) error {
 		if err := checkSpec("input", spec); err != nil {
 			return err
 		}
+		if c.vars[spec.Name] != nil {
+			return invalidf(fn.Pos, "the program's signature lists input %q twice", spec.Name)
+		}
 		in, ok := byName[spec.Name]
 		if !ok {
 			return invalidf(fn.Pos, "function main has no input %q", spec.Name)
@@ -194,10 +197,15 @@ func (c *compiler) outputs(fn *mil.Function) error {
 		}
 		seen[n] = true
 	}
+	listed := map[string]bool{}
 	for _, spec := range c.prog.Outputs {
 		if err := checkSpec("output", spec); err != nil {
 			return err
 		}
+		if listed[spec.Name] {
+			return invalidf(fn.Pos, "the program's signature lists output %q twice", spec.Name)
+		}
+		listed[spec.Name] = true
 		if !seen[spec.Name] {
 			return invalidf(fn.Pos, "function main does not return %q", spec.Name)
 		}
@@ -335,10 +343,7 @@ func (c *compiler) constOp(op *mil.Op) error {
 	}
 	n := lit.Type.Elements()
 	v := &value{name: out.Name, pos: op.Pos, dtype: lit.Type.DType, shape: slices.Clone(lit.Type.Shape), isConst: true}
-	pos := lit.Pos
-	if pos.Line == 0 {
-		pos = op.Pos
-	}
+	pos := op.Pos
 	if lit.Blob != nil && lit.Type.DType != "fp16" {
 		return unsupportedf(pos, "const %q: weights of dtype %s are not supported (fp16 only)", out.Name, lit.Type.DType)
 	}
@@ -458,13 +463,6 @@ type args struct {
 	pos    map[string]mil.Pos
 }
 
-func (a *args) at(name string) mil.Pos {
-	if p, ok := a.pos[name]; ok && p.Line != 0 {
-		return p
-	}
-	return a.op.Pos
-}
-
 func (a *args) errorf(format string, x ...any) error {
 	return invalidf(a.op.Pos, "%s: %s", a.op.Kind, fmt.Sprintf(format, x...))
 }
@@ -535,11 +533,7 @@ func (c *compiler) bind(op *mil.Op, spec opSpec) (*args, error) {
 		}
 		switch e := arg.Value.(type) {
 		case *mil.Literal:
-			pos := e.Pos
-			if pos.Line == 0 {
-				pos = op.Pos
-			}
-			return nil, unsupportedf(pos, "%s: argument %q is an inline literal; declare it as a named const", op.Kind, arg.Name)
+			return nil, unsupportedf(op.Pos, "%s: argument %q is an inline literal; declare it as a named const", op.Kind, arg.Name)
 		case *mil.Tuple:
 			a.pos[arg.Name] = e.Pos
 			if p.kind != kTuple {
@@ -590,11 +584,7 @@ func (c *compiler) bind(op *mil.Op, spec opSpec) (*args, error) {
 func (c *compiler) resolve(op *mil.Op, r *mil.Ref) (*value, error) {
 	v := c.vars[r.Name]
 	if v == nil {
-		pos := r.Pos
-		if pos.Line == 0 {
-			pos = op.Pos
-		}
-		return nil, invalidf(pos, "%s: undefined variable %q", op.Kind, r.Name)
+		return nil, invalidf(op.Pos, "%s: undefined variable %q", op.Kind, r.Name)
 	}
 	return v, nil
 }

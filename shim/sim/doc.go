@@ -55,7 +55,7 @@
 //   - matmul and conv: the operands are fp16; each product is rounded to fp16;
 //     the products are summed in float32 in their natural order (matmul:
 //     k = 0…K−1; conv: over input channels, then kernel rows, then kernel
-//     columns; zero padding contributes nothing); the sum is rounded to fp16.
+//     columns, padding positions holding zeros); the sum is rounded to fp16.
 //     Under Narrow the running sum is also rounded to fp16 after every
 //     addition. A conv bias is added afterwards as an fp16 add: the rounded
 //     sum plus the bias, rounded again.

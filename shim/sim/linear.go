@@ -41,34 +41,31 @@ func buildMatmul(c *compiler, a *args) (built, error) {
 	xs, ys := x.slot, y.slot
 	return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
 		X, Y := b[xs], b[ys]
-		type packed struct {
-			d  []float32
-			rb rowBounds
-		}
+		ta, tb := smallThresholds(maxAbs(X[:numel(x.shape)]), maxAbs(Y[:numel(y.shape)]))
 		// A is m×k and B is n×k, row-major: transpose an operand when its
 		// layout differs; broadcast batches share one packing.
-		as, bs := map[int]packed{}, map[int]packed{}
+		as, bs := map[int]operand{}, map[int]operand{}
 		jobs := make([]gemmJob, len(xoffs))
 		for i := range xoffs {
 			pa, ok := as[xoffs[i]]
 			if !ok {
-				pa.d = X[xoffs[i] : xoffs[i]+m*k]
+				d := X[xoffs[i] : xoffs[i]+m*k]
 				if tx {
-					pa.d = transposed(pa.d, k, m)
+					d = transposed(d, k, m)
 				}
-				pa.rb = boundsOf(m, k, pa.d, k)
+				pa = newOperand(m, k, d, k, ta)
 				as[xoffs[i]] = pa
 			}
 			pb, ok := bs[yoffs[i]]
 			if !ok {
-				pb.d = Y[yoffs[i] : yoffs[i]+k*n]
+				d := Y[yoffs[i] : yoffs[i]+k*n]
 				if !ty {
-					pb.d = transposed(pb.d, k, n)
+					d = transposed(d, k, n)
 				}
-				pb.rb = boundsOf(n, k, pb.d, k)
+				pb = newOperand(n, k, d, k, tb)
 				bs[yoffs[i]] = pb
 			}
-			jobs[i] = gemmJob{m: m, n: n, k: k, a: pa.d, lda: k, b: pb.d, ldb: k, c: out[i*m*n : (i+1)*m*n], ldc: n, ab: pa.rb, bb: pb.rb}
+			jobs[i] = gemmJob{m: m, n: n, k: k, a: pa, b: pb, c: out[i*m*n : (i+1)*m*n], ldc: n}
 		}
 		runGemms(jobs, narrow)
 	}}, nil
@@ -206,12 +203,14 @@ func runConv(g *convGeom, x, w, bias, out []float32, narrow bool) {
 	cig, cog := g.ci/g.groups, g.co/g.groups
 	kc := cig * g.kh * g.kw
 	npos := g.oh * g.ow
-	wb := boundsOf(g.co, kc, w, kc)
+	tw, tp := smallThresholds(maxAbs(w[:g.co*kc]), maxAbs(x[:g.n*g.ci*g.h*g.w]))
+	wo := newOperand(g.co, kc, w, kc, tw)
 	pc := min(npos, max(2, (panelBytes/(4*kc))&^1))
 	posTiles := (npos + pc - 1) / pc
 	coTiles := (cog + convCoRows - 1) / convCoRows
 	perImage := g.groups * posTiles * coTiles
 	patches := make([][]float32, workers(g.n*perImage))
+	flags := make([][]int32, len(patches))
 	parallel(g.n*perImage, func(worker, t int) {
 		img, t := t/perImage, t%perImage
 		grp, t := t/(posTiles*coTiles), t%(posTiles*coTiles)
@@ -223,10 +222,9 @@ func runConv(g *convGeom, x, w, bias, out []float32, narrow bool) {
 		}
 		patch := patches[worker][:np*kc]
 		im2col(g, x, img, grp*cig, cig, p0, np, patch)
-		pb := boundsOf(np, kc, patch, kc)
-		ab := rowBounds{hi: wb.hi[c0:], lo: wb.lo[c0:]}
+		po := newOperand(np, kc, patch, kc, tp)
 		dst := out[(img*g.co+c0)*npos+p0:]
-		dotBlock(nc, np, kc, w[c0*kc:], kc, ab, patch, kc, pb, dst, npos, narrow)
+		flags[worker] = dotBlock(nc, np, kc, wo.from(c0), po, dst, npos, narrow, flags[worker])
 		if bias != nil {
 			for co := range nc {
 				row := dst[co*npos : co*npos+np]

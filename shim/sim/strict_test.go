@@ -39,7 +39,7 @@ func TestCompileRejects(t *testing.T) {
 		{"argument given twice", two, stmt("z", v, "add", "x = x", "y = y", "y = x"), out,
 			ErrInvalid, `argument "y" given twice`, "add("},
 		{"undefined variable", one, stmt("z", v, "add", "x = x", "y = nope"), out,
-			ErrInvalid, `nope`, "add("},
+			ErrInvalid, `undefined variable nope`, ""},
 		{"wrong declared shape", two, stmt("z", []int{32, 2}, "add", "x = x", "y = y"), out,
 			ErrInvalid, "declared type tensor<fp16, [32, 2]> of \"z\" does not match the inferred type tensor<fp16, [2, 32]>", "add("},
 		{"wrong declared dtype", two, "        tensor<fp32, [2, 32]> z = add(x = x, y = y)[name = string(\"z\")];\n", out,
@@ -67,7 +67,7 @@ func TestCompileRejects(t *testing.T) {
 			shim.ErrUnsupported, "exceeds the target's spatial limit of 16384", "concat("},
 		{"rank limit", one, cInts("s", 1, 1, 2, 1, 4, 8) + stmt("w", []int{1, 1, 2, 1, 4, 8}, "reshape", "shape = s", "x = x") +
 			stmt("z", v, "add", "x = x", "y = x"), out,
-			shim.ErrUnsupported, "rank 6, beyond the target's limit of 5", "reshape("},
+			shim.ErrUnsupported, "rank 6, beyond the target's limit of 5", "w = reshape("},
 		{"conv kernel limit", []port{in("x", 1, 1, 4, 32)},
 			cHalfs("w", []int{1, 1, 1, 14}, make([]float64, 14)) + stmt("z", []int{1, 1, 4, 19}, "conv", "weight = w", "x = x"),
 			[]port{in("z", 1, 1, 4, 19)}, shim.ErrUnsupported, "kernel 1×14 exceeds the target's kernel limit of 13", "conv("},
@@ -78,13 +78,13 @@ func TestCompileRejects(t *testing.T) {
 		{"gelu bad mode", one, cStr("m", "FAST") + stmt("z", v, "gelu", "mode = m", "x = x"), out,
 			ErrInvalid, `mode "FAST"`, "gelu("},
 		{"fp32 const", one, "        fp32 c = const()[name = string(\"c\"), val = fp32(0x1p+0)];\n" + stmt("z", v, "add", "x = x", "y = x"), out,
-			shim.ErrUnsupported, "dtype fp32", "const()"},
+			shim.ErrUnsupported, "dtype fp32", "c = const()"},
 		{"non-finite const", one, "        fp16 c = const()[name = string(\"c\"), val = fp16(0x1p+17)];\n" + stmt("z", v, "add", "x = x", "y = c"), out,
-			shim.ErrRange, "not a finite fp16 value", "const()"},
+			shim.ErrRange, "not a finite fp16 value", "c = const()"},
 		{"const type mismatch", one, "        tensor<int32, [3]> c = const()[name = string(\"c\"), val = tensor<int32, [2]>([1, 2])];\n" + stmt("z", v, "add", "x = x", "y = x"), out,
-			ErrInvalid, "declared tensor<int32, [3]> but its value is tensor<int32, [2]>", "const()"},
+			ErrInvalid, "declared tensor<int32, [3]> but its value is tensor<int32, [2]>", "c = const()"},
 		{"reshape count", one, cInts("s", 3, -1) + stmt("z", v, "reshape", "shape = s", "x = x"), out,
-			ErrInvalid, "cannot infer the -1", "reshape("},
+			ErrInvalid, "cannot infer the -1", "z = reshape("},
 		{"transpose perm", one, cInts("p", 0, 0) + stmt("z", v, "transpose", "perm = p", "x = x"), out,
 			ErrInvalid, "not a permutation", "transpose("},
 		{"slice out of range", one, cInts("b", 1, 0) + cInts("s", 2, 32) + stmt("z", v, "slice_by_size", "begin = b", "size = s", "x = x"), out,
@@ -122,14 +122,22 @@ func TestCompileRejectsSignature(t *testing.T) {
 		{"input count", func(p *lower.Program) { p.Inputs = append(p.Inputs, ioSpec("w", []int{2, 32})) }, ErrInvalid, "takes 1 inputs"},
 		{"input shape", func(p *lower.Program) { p.Inputs[0] = ioSpec("x_in", []int{2, 2, 32}) }, ErrInvalid, "the program's signature says"},
 		{"device shape", func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{2, 32} }, ErrInvalid, "is not [1, C, 1, S]"},
+		{"duplicate input", func(p *lower.Program) {
+			*p = *program([]port{in("x", 2, 32), in("y", 2, 32)}, stmt("z", []int{2, 32}, "relu", "x = x"), []port{in("z", 2, 32)})
+			p.Inputs[1] = p.Inputs[0]
+		}, ErrInvalid, `lists input "x_in" twice`},
 		{"output name", func(p *lower.Program) { p.Outputs[0].Name = "q" }, ErrInvalid, `does not return "q"`},
 		{"output shape", func(p *lower.Program) { p.Outputs[0] = ioSpec("z_out", []int{4, 32}) }, ErrInvalid, "the program's signature says"},
 		{"fp32 input", func(p *lower.Program) {
 			p.MIL = []byte(strings.Replace(string(p.MIL), "tensor<fp16, [1, 2, 1, 32]> x_in", "tensor<fp32, [1, 2, 1, 32]> x_in", 1))
 		}, shim.ErrUnsupported, "must be fp16"},
-		{"opset", func(p *lower.Program) { p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "main<ios17>", 1)) },
+		{"opset", func(p *lower.Program) {
+			p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "main<ios17>", 1))
+		},
 			shim.ErrUnsupported, "opset ios17"},
-		{"function name", func(p *lower.Program) { p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "other<ios18>", 1)) },
+		{"function name", func(p *lower.Program) {
+			p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "other<ios18>", 1))
+		},
 			ErrInvalid, "exactly one function, main"},
 		{"input device limit", func(p *lower.Program) {
 			*p = *program([]port{in("x", 1, 16416)}, stmt("z", []int{1, 16416}, "relu", "x = x"), []port{in("z", 1, 16416)})

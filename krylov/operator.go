@@ -1,0 +1,246 @@
+package krylov
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/anemone-go/anemone/dataflow"
+)
+
+// Operator is a square linear operator A that the solvers apply both on the
+// host, in float64, and on the device, inside an unrolled graph.
+type Operator interface {
+	// Dims is n: A is n×n.
+	Dims() int
+	// MulVecTo sets dst = A·x in float64.
+	MulVecTo(dst, x []float64)
+	// NormInf is ‖A‖∞, the largest absolute row sum; the solvers scale A by
+	// a power of two so that its device image stays inside fp16's range.
+	NormInf() float64
+	// Diagonal returns the diagonal of A (used by Jacobi).
+	Diagonal() []float64
+	// DeviceApply adds y = 2^scale·A·x to g, for x and y of shape [1, n],
+	// and returns y. Errors are recorded in g (see dataflow.Graph). Calls
+	// on one graph share the operator's weights (see dataflow.Graph.Lookup).
+	DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) dataflow.Value
+}
+
+// Dense returns the operator of a square matrix. The matrix is copied: later
+// changes to a do not reach the operator. On the device, A·x is one matmul
+// with a constant operand, which lowering turns into a 1×1 conv.
+func Dense(a mat.Matrix) (Operator, error) {
+	if a == nil {
+		return nil, fmt.Errorf("krylov: nil matrix: %w", ErrShape)
+	}
+	r, c := a.Dims()
+	if r != c || r == 0 {
+		return nil, fmt.Errorf("krylov: matrix is %d×%d, want square and non-empty: %w", r, c, ErrShape)
+	}
+	d := &denseOp{n: r, a: make([]float64, r*r), id: nextID()}
+	for i := range r {
+		row := 0.0
+		for j := range r {
+			v := a.At(i, j)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("krylov: matrix entry (%d, %d) is %g: %w", i, j, v, ErrInput)
+			}
+			d.a[i*r+j] = v
+			row += math.Abs(v)
+		}
+		d.norm = math.Max(d.norm, row)
+	}
+	return d, nil
+}
+
+type denseOp struct {
+	id   uint64 // names the operator's weights in graphs
+	n    int
+	a    []float64 // row-major
+	norm float64
+}
+
+func (d *denseOp) Dims() int        { return d.n }
+func (d *denseOp) NormInf() float64 { return d.norm }
+
+func (d *denseOp) MulVecTo(dst, x []float64) {
+	for i := range d.n {
+		s := 0.0
+		row := d.a[i*d.n : (i+1)*d.n]
+		for j, v := range row {
+			s += v * x[j]
+		}
+		dst[i] = s
+	}
+}
+
+func (d *denseOp) Diagonal() []float64 {
+	out := make([]float64, d.n)
+	for i := range out {
+		out[i] = d.a[i*d.n+i]
+	}
+	return out
+}
+
+func (d *denseOp) DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) dataflow.Value {
+	name := weightName("A", d.id, scale)
+	w, ok := g.Lookup(name)
+	if !ok {
+		data := make([]float64, len(d.a))
+		for i, v := range d.a {
+			data[i] = math.Ldexp(v, scale)
+		}
+		w = g.Const(name, dataflow.Shape{d.n, d.n}, data)
+	}
+	// y = x·Aᵀ for the row vector x: y_i = Σ_j A_ij x_j.
+	return g.MatMul(x, w, false, true)
+}
+
+// Stencil2D returns the operator of a constant-coefficient 9-point stencil
+// on an nx×ny grid with zero Dirichlet boundary: grid point (x, y) is vector
+// index y·nx + x, and c[dy+1][dx+1] weights the neighbour (x+dx, y+dy).
+// On the device it is one 3×3 conv with zero padding over the grid.
+func Stencil2D(nx, ny int, c [3][3]float64) (Operator, error) {
+	if nx <= 0 || ny <= 0 {
+		return nil, fmt.Errorf("krylov: stencil grid %d×%d must be positive: %w", nx, ny, ErrShape)
+	}
+	s := &stencilOp{nx: nx, ny: ny, c: c, id: nextID()}
+	for _, row := range c {
+		for _, v := range row {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("krylov: stencil coefficient %g: %w", v, ErrInput)
+			}
+			s.norm += math.Abs(v)
+		}
+	}
+	return s, nil
+}
+
+type stencilOp struct {
+	id     uint64
+	nx, ny int
+	c      [3][3]float64
+	norm   float64
+}
+
+func (s *stencilOp) Dims() int        { return s.nx * s.ny }
+func (s *stencilOp) NormInf() float64 { return s.norm }
+
+func (s *stencilOp) MulVecTo(dst, x []float64) {
+	for y := range s.ny {
+		for xx := range s.nx {
+			sum := 0.0
+			for dy := -1; dy <= 1; dy++ {
+				yy := y + dy
+				if yy < 0 || yy >= s.ny {
+					continue
+				}
+				for dx := -1; dx <= 1; dx++ {
+					xn := xx + dx
+					if xn < 0 || xn >= s.nx {
+						continue
+					}
+					sum += s.c[dy+1][dx+1] * x[yy*s.nx+xn]
+				}
+			}
+			dst[y*s.nx+xx] = sum
+		}
+	}
+}
+
+func (s *stencilOp) Diagonal() []float64 {
+	out := make([]float64, s.nx*s.ny)
+	for i := range out {
+		out[i] = s.c[1][1]
+	}
+	return out
+}
+
+func (s *stencilOp) DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) dataflow.Value {
+	name := weightName("stencil", s.id, scale)
+	k, ok := g.Lookup(name)
+	if !ok {
+		w := make([]float64, 9)
+		for i := range 3 {
+			for j := range 3 {
+				w[i*3+j] = math.Ldexp(s.c[i][j], scale)
+			}
+		}
+		k = g.Const(name, dataflow.Shape{1, 1, 3, 3}, w)
+	}
+	grid := g.Reshape(x, dataflow.Shape{1, 1, s.ny, s.nx})
+	y := g.Conv2D(grid, k, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}})
+	return g.Reshape(y, dataflow.Shape{1, s.nx * s.ny})
+}
+
+// Preconditioner applies M⁻¹ ≈ A⁻¹ on the host and on the device.
+type Preconditioner interface {
+	// ApplyTo sets dst = M⁻¹·r in float64.
+	ApplyTo(dst, r []float64)
+	// DeviceApply adds z = c·M⁻¹·r to g for r of shape [1, n], where c > 0 is
+	// a power of two the preconditioner may choose to keep z in fp16's range
+	// (the solvers normalize search directions, so c cancels).
+	DeviceApply(g *dataflow.Graph, r dataflow.Value) dataflow.Value
+}
+
+// Jacobi returns the diagonal preconditioner M = diag(A). It fails with
+// ErrNotSPD-compatible input errors if a diagonal entry is zero or negative.
+func Jacobi(a Operator) (Preconditioner, error) {
+	if a == nil {
+		return nil, fmt.Errorf("krylov: nil operator: %w", ErrShape)
+	}
+	d := a.Diagonal()
+	inv := make([]float64, len(d))
+	maxInv := 0.0
+	for i, v := range d {
+		if !(v > 0) {
+			return nil, fmt.Errorf("krylov: Jacobi needs a positive diagonal; entry %d is %g: %w", i, v, ErrNotSPD)
+		}
+		inv[i] = 1 / v
+		maxInv = math.Max(maxInv, inv[i])
+	}
+	_, e := math.Frexp(maxInv)
+	return &jacobi{inv: inv, scale: -e, id: nextID()}, nil
+}
+
+type jacobi struct {
+	id    uint64
+	inv   []float64
+	scale int // device applies 2^scale·D⁻¹, so its largest entry is in [½, 1)
+}
+
+func (j *jacobi) ApplyTo(dst, r []float64) {
+	for i, v := range r {
+		dst[i] = v * j.inv[i]
+	}
+}
+
+func (j *jacobi) DeviceApply(g *dataflow.Graph, r dataflow.Value) dataflow.Value {
+	name := weightName("jacobi", j.id, 0)
+	w, ok := g.Lookup(name)
+	if !ok {
+		data := make([]float64, len(j.inv))
+		for i, v := range j.inv {
+			data[i] = math.Ldexp(v, j.scale)
+		}
+		w = g.Const(name, dataflow.Shape{1, len(data)}, data)
+	}
+	return g.Mul(r, w)
+}
+
+var operatorIDs atomic.Uint64
+
+// nextID numbers operators, so that two operators' weights in one graph
+// never share a name.
+func nextID() uint64 { return operatorIDs.Add(1) }
+
+// weightName names an operator's weights at a scale; names must be MIL
+// identifiers, so a negative scale is spelled with an m.
+func weightName(kind string, id uint64, scale int) string {
+	if scale < 0 {
+		return fmt.Sprintf("%s%d_m%d", kind, id, -scale)
+	}
+	return fmt.Sprintf("%s%d_%d", kind, id, scale)
+}

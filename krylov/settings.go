@@ -1,0 +1,91 @@
+package krylov
+
+import (
+	"time"
+
+	"github.com/anemone-go/anemone/precision"
+	"github.com/anemone-go/anemone/shim"
+)
+
+// Defaults for zero Settings fields.
+const (
+	DefaultTol           = 1e-10
+	DefaultUnroll        = 32
+	DefaultRestart       = 30
+	DefaultMaxDispatches = 200
+)
+
+// Settings configure a solve. A nil *Settings means all defaults, and every
+// zero field means its default.
+type Settings struct {
+	// Device runs the unrolled iterations; nil means shim.Open("").
+	Device shim.Device
+	// Tol is the target relative residual ‖b − A·x‖₂ / ‖b‖₂, computed on the
+	// host in float64. Default 1e-10.
+	Tol float64
+	// Unroll is the number of CG iterations in one device program. Default 32.
+	Unroll int
+	// MaxDispatches bounds the number of device programs run. Default 200.
+	MaxDispatches int
+	// Restart is GMRES's m, the Arnoldi steps per device program. Default 30.
+	Restart int
+	// Precond is an optional preconditioner (CG only).
+	Precond Preconditioner
+	// Precision selects FP16 or Compensated operator application on the
+	// device; the host refinement always targets Tol. Zero means FP16.
+	Precision precision.Mode
+	// X0 is the initial guess; nil means zero. It is not modified.
+	X0 []float64
+	// Trace, if set, is called after every dispatch.
+	Trace func(Step)
+}
+
+// Step reports one dispatch to Settings.Trace.
+type Step struct {
+	Dispatch   int           // 1-based
+	Iterations int           // inner iterations so far
+	Residual   float64       // host float64 relative residual after the dispatch
+	Elapsed    time.Duration // since the solve started
+}
+
+// Stats are timings and counts of a solve.
+type Stats struct {
+	Build   time.Duration // graph construction, lowering and compilation
+	Device  time.Duration // time inside Executable.Run
+	Host    time.Duration // float64 work on the host
+	Retries int           // dispatches repeated with a smaller scale after an fp16 overflow
+}
+
+// Result is the outcome of a solve.
+type Result struct {
+	X          []float64 // the solution
+	Residual   float64   // final relative residual ‖b − A·x‖₂ / ‖b‖₂ (float64, host)
+	History    []float64 // relative residual before the first and after every dispatch
+	Dispatches int
+	Iterations int // inner iterations in total
+	Converged  bool
+	Stats
+}
+
+func (s *Settings) withDefaults() Settings {
+	var out Settings
+	if s != nil {
+		out = *s
+	}
+	if out.Tol == 0 {
+		out.Tol = DefaultTol
+	}
+	if out.Unroll == 0 {
+		out.Unroll = DefaultUnroll
+	}
+	if out.Restart == 0 {
+		out.Restart = DefaultRestart
+	}
+	if out.MaxDispatches == 0 {
+		out.MaxDispatches = DefaultMaxDispatches
+	}
+	if out.Precision == 0 {
+		out.Precision = precision.FP16
+	}
+	return out
+}

@@ -1,0 +1,576 @@
+package precision
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/shim"
+	"gonum.org/v1/gonum/mat"
+)
+
+// MatVecOptions configures NewMatVec (and, as MatMulOptions, NewMatMul and
+// MatMul). Zero fields mean defaults.
+type MatVecOptions struct {
+	// Mode: FP16, Compensated (the default) or Float64.
+	Mode Mode
+	// Limbs is the number of limbs per operand, 1 to MaxLimbs; 0 means
+	// DefaultLimbs for Compensated and ⌈53/Bits⌉ (9 at 6 bits) for Float64.
+	// FP16 ignores it.
+	Limbs int
+	// Bits is the digit width, 1 to MaxBits; 0 means DefaultBits (6).
+	// FP16 ignores it.
+	Bits int
+}
+
+// MatMulOptions configures NewMatMul and MatMul; the fields mean what they
+// mean for NewMatVec.
+type MatMulOptions = MatVecOptions
+
+// Limits of the FP16 product. With both operands scaled into [1, 2)
+// (Pow2Target), products are below 4 and a dot product of fp16Chunk terms
+// below 4·8192 = 32768 < 65504: it cannot overflow, whatever the signs.
+const fp16Chunk = 8192
+
+// Compensated products keep at most this many columns of the right operand
+// in one lo pass: the pass appends a −I block of that width to the
+// contraction (see newProduct).
+const maxBlock = 256
+
+// shiftTarget bounds the largest possible fp16 output of a compensated pass:
+// digit sums are scaled by 2^−shift so that their worst case stays below
+// 2^shiftTarget = 32768 < 65504.
+const shiftTarget = 15
+
+type span struct{ off, len int }
+
+// outRef says what one program output holds.
+type outRef struct {
+	s      int  // limb-pair sum l + m (compensated), 0 for FP16
+	kc, nb int  // contraction chunk and column block
+	lo     bool // the lo pass of (s, kc, nb)
+}
+
+// product computes Y = A·X for a fixed m×k matrix A (graph constants) and
+// k×n matrices X supplied per call. The device computes Yᵀ = Xᵀ·Aᵀ, so the
+// outputs are n×m blocks.
+type product struct {
+	exe         shim.Executable
+	mode        Mode
+	m, k, n     int
+	limbs, bits int
+	shift       int
+	rowExp      []int // A's per-row exponent: limb exponent (compensated) or scaling (FP16)
+	kch, nbl    []span
+	outs        []outRef
+	passes      int
+	work        float64 // products computed, in units of m·k·n (one plain pass)
+
+	mu         sync.Mutex // guards exe (Close) and dispatches
+	dispatches int
+}
+
+// resolve fills in the defaults of opts and checks them.
+func resolve(fn string, opts MatVecOptions) (mode Mode, limbs, nbits int, err error) {
+	mode = opts.Mode
+	if !mode.valid() {
+		return 0, 0, 0, fmt.Errorf("precision: %s: unknown %v: %w", fn, mode, ErrInvalid)
+	}
+	if mode == 0 {
+		mode = Compensated
+	}
+	if mode == FP16 {
+		return mode, 1, 0, nil
+	}
+	nbits = opts.Bits
+	if nbits == 0 {
+		nbits = DefaultBits
+	}
+	limbs = opts.Limbs
+	if limbs == 0 {
+		limbs = DefaultLimbs
+		if mode == Float64 {
+			limbs = float64Limbs(nbits)
+		}
+	}
+	if err := checkLimbs(fn, limbs, nbits); err != nil {
+		return 0, 0, 0, err
+	}
+	return mode, limbs, nbits, nil
+}
+
+// chunks splits [0, total) into the fewest near-equal spans of at most
+// size elements.
+func chunks(total, size int) []span {
+	num := (total + size - 1) / size
+	out := make([]span, num)
+	off := 0
+	for i := range out {
+		l := total / num
+		if i < total%num {
+			l++
+		}
+		out[i] = span{off, l}
+		off += l
+	}
+	return out
+}
+
+func maxSpan(s []span) int {
+	m := 0
+	for _, x := range s {
+		m = max(m, x.len)
+	}
+	return m
+}
+
+// newProduct builds and compiles the program for A (m×k) times n columns.
+//
+// Compensated (L limbs of b bits): A is split per row and every column of X
+// per column into balanced digits (SplitMatrix). The pairs (l, m') of A- and
+// X-limbs are kept on the triangle l + m' ≤ L − 1 and grouped by s = l + m':
+// for each s the A limbs [A_0 … A_s] are concatenated along the contraction
+// against the X limbs [X_s … X_0], so one matmul gives the integer sum
+// S_s = Σ_l A_l·X_(s−l) (every product ≤ 2^(2b−2) exact in fp16, every
+// float32 partial sum an integer ≤ 2^24 in units of 2^−shift, hence exact);
+// its fp16 rounding is hi_s. The lo pass appends hiᵀ to the A stack and a
+// −I block to the X stack, so the same wide accumulator computes
+// S_s − hi_s exactly and rounds it once: lo_s. The host adds
+// Σ_s 2^(shift−b(s+2))·(hi_s + lo_s) in float64 and applies the row and
+// column exponents. Contraction length per chunk: L·kc ≤ 2^(26−2b) (16384 at
+// b = 6) keeps the sums exact, and L·kc + block ≤ the target's MaxSpatial
+// keeps the lo pass legal; longer contractions are cut into chunks whose
+// results the host adds.
+//
+// FP16: A is scaled per row and X per column into [1, 2) (Pow2Scale),
+// rounded to fp16 and multiplied in one pass per chunk of ≤ 8192 (no
+// overflow possible); the host unscales and adds the chunks.
+func newProduct(fn string, dev shim.Device, a mat.Matrix, n int, opts MatVecOptions) (*product, error) {
+	if dev == nil {
+		return nil, fmt.Errorf("precision: %s: nil device: %w", fn, shim.ErrNoDevice)
+	}
+	if a == nil {
+		return nil, fmt.Errorf("precision: %s: nil matrix: %w", fn, ErrShape)
+	}
+	m, k := a.Dims()
+	if m < 1 || k < 1 || n < 1 {
+		return nil, fmt.Errorf("precision: %s: empty product (%d×%d times %d columns): %w", fn, m, k, n, ErrShape)
+	}
+	mode, limbs, nbits, err := resolve(fn, opts)
+	if err != nil {
+		return nil, err
+	}
+	maxK := dev.Info().Target.MaxSpatial
+	if maxK <= 0 {
+		maxK = 16384
+	}
+	p := &product{mode: mode, m: m, k: k, n: n, limbs: limbs, bits: nbits}
+	g := dataflow.New()
+	if mode == FP16 {
+		err = p.buildFP16(fn, g, a, maxK)
+	} else {
+		err = p.buildCompensated(fn, g, a, maxK)
+	}
+	if err != nil {
+		return nil, err
+	}
+	exe, err := shim.Build(dev, g)
+	if err != nil {
+		return nil, fmt.Errorf("precision: %s: building the %v program for %d×%d times %d columns: %w", fn, mode, m, k, n, err)
+	}
+	p.exe = exe
+	return p, nil
+}
+
+func (p *product) buildFP16(fn string, g *dataflow.Graph, a mat.Matrix, maxK int) error {
+	m, k, n := p.m, p.k, p.n
+	p.rowExp = make([]int, m)
+	row := make([]float64, k)
+	for i := range m {
+		for j := range k {
+			row[j] = a.At(i, j)
+		}
+		e, err := Pow2Scale(row)
+		if err != nil {
+			return fmt.Errorf("precision: %s: row %d of A: %w", fn, i, err)
+		}
+		p.rowExp[i] = e
+	}
+	p.kch = chunks(k, min(fp16Chunk, maxK))
+	p.nbl = []span{{0, n}}
+	for c, ks := range p.kch {
+		data := make([]float64, m*ks.len)
+		for i := range m {
+			for j := range ks.len {
+				data[i*ks.len+j] = fp16.Round64(math.Ldexp(a.At(i, ks.off+j), p.rowExp[i]))
+			}
+		}
+		ac := g.Const(fmt.Sprintf("a_k%d", c), dataflow.Shape{m, ks.len}, data)
+		x := g.Input(fmt.Sprintf("x_k%d", c), dataflow.Shape{n, ks.len})
+		g.Output(fmt.Sprintf("y_k%d", c), g.MatMul(x, ac, false, true))
+		p.outs = append(p.outs, outRef{kc: c})
+		p.passes++
+		p.work += float64(ks.len) / float64(k)
+	}
+	return g.Err()
+}
+
+func (p *product) buildCompensated(fn string, g *dataflow.Graph, a mat.Matrix, maxK int) error {
+	m, k, n, L, b := p.m, p.k, p.n, p.limbs, p.bits
+	exactK := 1 << (26 - 2*b) // L·kc·2^(2b−2) ≤ 2^24
+	block := min(n, maxBlock)
+	kcMax := min(exactK, maxK-block) / L
+	if kcMax < 1 {
+		return fmt.Errorf("precision: %s: %d limbs do not fit the target's contraction limit %d: %w", fn, L, maxK, ErrInvalid)
+	}
+	p.kch = chunks(k, kcMax)
+	kc := maxSpan(p.kch)
+	block = min(block, maxK-L*kc)
+	p.nbl = chunks(n, block)
+	// Worst case of a digit sum: L·kc products of magnitude ≤ 2^(2b−2).
+	worst := uint64(L*kc) << (2*b - 2)
+	p.shift = max(0, bits.Len64(worst-1)-shiftTarget)
+
+	al, err := SplitMatrix(a, L, b)
+	if err != nil {
+		return fmt.Errorf("precision: %s: A: %w", fn, err)
+	}
+	p.rowExp = al.RowExp
+	negI := map[int]dataflow.Value{}
+	for c, ks := range p.kch {
+		limbs := make([]dataflow.Value, L)
+		for l := range L {
+			data := make([]float64, m*ks.len)
+			for i := range m {
+				copy(data[i*ks.len:(i+1)*ks.len], al.Digits[l][i*k+ks.off:i*k+ks.off+ks.len])
+			}
+			limbs[l] = g.Const(fmt.Sprintf("a_l%d_k%d", l, c), dataflow.Shape{m, ks.len}, data)
+		}
+		x := g.Input(fmt.Sprintf("x_k%d", c), dataflow.Shape{L * n, ks.len})
+		for nb, bs := range p.nbl {
+			ni, ok := negI[bs.len]
+			if !ok {
+				data := make([]float64, bs.len*bs.len)
+				for j := range bs.len {
+					data[j*bs.len+j] = -1
+				}
+				ni = g.Const(fmt.Sprintf("neg_eye_%d", bs.len), dataflow.Shape{bs.len, bs.len}, data)
+				negI[bs.len] = ni
+			}
+			xl := make([]dataflow.Value, L)
+			for l := range L {
+				xl[l] = g.Slice(x, []int{l*n + bs.off, 0}, []int{bs.len, ks.len})
+			}
+			astack, xstack := limbs[0], xl[0]
+			for s := range L {
+				if s > 0 {
+					astack = g.Concat(1, astack, limbs[s]) // [A_0 … A_s]
+					xstack = g.Concat(1, xl[s], xstack)    // [X_s … X_0]
+				}
+				hi := g.MatMul(xstack, astack, false, true) // [block, m]
+				aext := g.Concat(1, astack, g.Transpose(hi, []int{1, 0}))
+				xext := g.Concat(1, xstack, ni)
+				lo := g.MatMul(xext, aext, false, true)
+				g.Output(fmt.Sprintf("hi_s%d_k%d_n%d", s, c, nb), hi)
+				g.Output(fmt.Sprintf("lo_s%d_k%d_n%d", s, c, nb), lo)
+				p.outs = append(p.outs, outRef{s: s, kc: c, nb: nb}, outRef{s: s, kc: c, nb: nb, lo: true})
+				p.passes += 2
+				// hi: (s+1)·kc products per output, lo: (s+1)·kc + block.
+				p.work += float64(bs.len*(2*(s+1)*ks.len+bs.len)) / float64(k*n)
+			}
+		}
+	}
+	return g.Err()
+}
+
+// apply computes Y = A·X: x holds X row-major (k×n), dst receives Y
+// row-major (m×n).
+func (p *product) apply(fn string, dst, x []float64) error {
+	p.mu.Lock()
+	exe := p.exe
+	p.mu.Unlock()
+	if exe == nil {
+		return fmt.Errorf("precision: %s: closed: %w", fn, ErrInvalid)
+	}
+	m, k, n := p.m, p.k, p.n
+	if len(x) != k*n || len(dst) != m*n {
+		return fmt.Errorf("precision: %s: x has %d elements and dst %d, want %d and %d: %w", fn, len(x), len(dst), k*n, m*n, ErrShape)
+	}
+	// Columns of X, contiguous.
+	cols := make([][]float64, n)
+	for j := range n {
+		col := make([]float64, k)
+		for i := range k {
+			col[i] = x[i*n+j]
+		}
+		cols[j] = col
+	}
+	colExp := make([]int, n)
+	var inputs [][]float32
+	if p.mode == FP16 {
+		for j, col := range cols {
+			e, err := Pow2Scale(col)
+			if err != nil {
+				return fmt.Errorf("precision: %s: column %d of x: %w", fn, j, err)
+			}
+			colExp[j] = e
+		}
+		for _, ks := range p.kch {
+			buf := make([]float32, n*ks.len)
+			for j, col := range cols {
+				if _, err := ScaleToFP16(buf[j*ks.len:(j+1)*ks.len], col[ks.off:ks.off+ks.len], colExp[j]); err != nil {
+					return fmt.Errorf("precision: %s: %w", fn, err)
+				}
+			}
+			inputs = append(inputs, buf)
+		}
+	} else {
+		L := p.limbs
+		for _, ks := range p.kch {
+			inputs = append(inputs, make([]float32, L*n*ks.len))
+		}
+		for j, col := range cols {
+			v, err := SplitVector(col, L, p.bits)
+			if err != nil {
+				return fmt.Errorf("precision: %s: column %d of x: %w", fn, j, err)
+			}
+			colExp[j] = v.Exp
+			for c, ks := range p.kch {
+				buf := inputs[c]
+				for l := range L {
+					row := buf[(l*n+j)*ks.len : (l*n+j+1)*ks.len]
+					for i := range row {
+						// |d|·2^−shift ≥ 2^−9: an fp16 normal, exact.
+						row[i] = float32(math.Ldexp(v.Digits[l][ks.off+i], -p.shift))
+					}
+				}
+			}
+		}
+	}
+	outs, err := exe.Run(inputs)
+	p.mu.Lock()
+	p.dispatches++
+	p.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, shim.ErrRange) {
+			return fmt.Errorf("precision: %s: %w: %w", fn, ErrRange, err)
+		}
+		return fmt.Errorf("precision: %s: %w", fn, err)
+	}
+	// acc[j·m + i] accumulates Yᵀ in the units of 2^(rowExp_i + colExp_j).
+	acc := make([]float64, n*m)
+	for o, ref := range p.outs {
+		out := outs[o]
+		bs := p.nbl[ref.nb]
+		scale := 0
+		if p.mode != FP16 {
+			scale = p.shift - p.bits*(ref.s+2)
+		}
+		for jj := range bs.len {
+			a := acc[(bs.off+jj)*m : (bs.off+jj+1)*m]
+			for i, v := range out[jj*m : (jj+1)*m] {
+				a[i] += math.Ldexp(float64(v), scale)
+			}
+		}
+	}
+	for i := range m {
+		for j := range n {
+			e := p.rowExp[i] + colExp[j]
+			if p.mode == FP16 {
+				e = -e
+			}
+			dst[i*n+j] = math.Ldexp(acc[j*m+i], e)
+		}
+	}
+	return nil
+}
+
+func (p *product) close() error {
+	p.mu.Lock()
+	exe := p.exe
+	p.exe = nil
+	p.mu.Unlock()
+	if exe == nil {
+		return nil
+	}
+	return exe.Close()
+}
+
+func (p *product) dispatchCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dispatches
+}
+
+// MatVec is a matrix–vector product y = A·x on a device, compiled once for
+// a fixed A: A is a graph constant (its limbs, in Compensated mode), x is
+// the program's input and is split or scaled on the host at every Apply.
+//
+// What each mode reaches (normwise relative error ‖y − A·x‖₂/‖A·x‖₂ for a
+// random dense A and x, under the simulator's wide accumulator "sim"; see
+// TestLimbTable for the measured table under sim and sim-narrow):
+//
+//   - FP16: one pass, both operands scaled by powers of two into [1, 2):
+//     about u16 = 2⁻¹¹ (4e-4 at n = 1024).
+//   - Compensated (default: 4 limbs of 6 bits, 20 matmul passes of
+//     growing contraction, about 20× a plain pass in work): about
+//     40·2^(−bits·limbs), below 1e-6; 6 limbs reach ~1e-10.
+//   - Float64: ⌈53/bits⌉ limbs (9 at 6 bits, 18 passes, about 90× the
+//     work): float64-class, ~1e-15.
+//
+// These are relative to ‖A‖·‖x‖ really: a product that cancels heavily
+// (‖A·x‖ ≪ ‖A‖‖x‖) has a correspondingly larger relative error.
+// A MatVec is safe for concurrent use.
+type MatVec struct{ p *product }
+
+// NewMatVec compiles y = A·x for the m×n matrix a on dev (see MatVec for the
+// modes). Limb counts and digit widths outside [1, MaxLimbs] and
+// [1, MaxBits] are ErrInvalid, NaN or ±Inf in a ErrRange; a that the target
+// cannot hold (m past its MaxSpatial, 16384 on the simulator) fails in
+// lowering with lower.ErrUnsupported. Contractions longer than the exactness
+// and target limits are cut into chunks (see Passes).
+func NewMatVec(dev shim.Device, a mat.Matrix, opts MatVecOptions) (*MatVec, error) {
+	p, err := newProduct("NewMatVec", dev, a, 1, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &MatVec{p}, nil
+}
+
+// Apply computes dst = A·x with one device dispatch. len(x) must be A's
+// column count and len(dst) its row count (ErrShape); NaN or ±Inf in x is
+// ErrRange, and so is an fp16 overflow on the device (which the scaling
+// rules out for finite input). x is not modified.
+func (v *MatVec) Apply(dst, x []float64) error {
+	if len(dst) != v.p.m || len(x) != v.p.k {
+		return fmt.Errorf("precision: MatVec.Apply: len(dst) = %d, len(x) = %d for a %d×%d matrix: %w", len(dst), len(x), v.p.m, v.p.k, ErrShape)
+	}
+	return v.p.apply("MatVec.Apply", dst, x)
+}
+
+// Dims returns A's dimensions.
+func (v *MatVec) Dims() (rows, cols int) { return v.p.m, v.p.k }
+
+// Mode returns the mode in use (never the zero Mode).
+func (v *MatVec) Mode() Mode { return v.p.mode }
+
+// Limbs returns the limb count per operand (1 in FP16 mode) and the digit
+// width (0 in FP16 mode).
+func (v *MatVec) Limbs() (limbs, bits int) { return v.p.limbs, v.p.bits }
+
+// Passes returns the number of matmul passes in the program: 2·limbs per
+// contraction chunk in Compensated and Float64 mode (a hi and a lo pass for
+// every limb sum s), one per chunk in FP16 mode.
+func (v *MatVec) Passes() int { return v.p.passes }
+
+// Work returns the products the program computes per Apply, in units of
+// one plain fp16 matvec (m·n products): 1 in FP16 mode, about
+// limbs·(limbs+1) in Compensated mode (each of the limbs·(limbs+1)/2 limb
+// pairs once in the hi pass and once in the lo pass).
+func (v *MatVec) Work() float64 { return v.p.work }
+
+// Dispatches returns the number of device dispatches so far (one per Apply).
+func (v *MatVec) Dispatches() int { return v.p.dispatchCount() }
+
+// Close releases the compiled program; Apply fails afterwards.
+func (v *MatVec) Close() error { return v.p.close() }
+
+// MatMulPlan is a matrix product C = A·B on a device for a fixed m×k matrix
+// A and k×n right operands B, compiled once. Its modes and accuracy are
+// those of MatVec, per column of C (normwise, Frobenius, relative to ‖A‖‖B‖).
+// A MatMulPlan is safe for concurrent use.
+type MatMulPlan struct{ p *product }
+
+// NewMatMul compiles C = A·B for the fixed matrix a and right operands with
+// n columns. Errors as NewMatVec; in Compensated mode the columns of B are
+// processed in blocks of at most 256 per pass (the lo pass appends a −I
+// block of that width to the contraction).
+func NewMatMul(dev shim.Device, a mat.Matrix, n int, opts MatMulOptions) (*MatMulPlan, error) {
+	p, err := newProduct("NewMatMul", dev, a, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &MatMulPlan{p}, nil
+}
+
+// Apply computes dst = A·b with one dispatch. b must be k×n; dst must be
+// m×n or empty (it is then sized), else ErrShape. NaN or ±Inf in b is
+// ErrRange. b is not modified.
+func (mp *MatMulPlan) Apply(dst *mat.Dense, b mat.Matrix) error {
+	p := mp.p
+	if dst == nil || b == nil {
+		return fmt.Errorf("precision: MatMulPlan.Apply: nil matrix: %w", ErrShape)
+	}
+	if r, c := b.Dims(); r != p.k || c != p.n {
+		return fmt.Errorf("precision: MatMulPlan.Apply: b is %d×%d, want %d×%d: %w", r, c, p.k, p.n, ErrShape)
+	}
+	if dst.IsEmpty() {
+		dst.ReuseAs(p.m, p.n)
+	} else if r, c := dst.Dims(); r != p.m || c != p.n {
+		return fmt.Errorf("precision: MatMulPlan.Apply: dst is %d×%d, want %d×%d: %w", r, c, p.m, p.n, ErrShape)
+	}
+	x := make([]float64, p.k*p.n)
+	for i := range p.k {
+		for j := range p.n {
+			x[i*p.n+j] = b.At(i, j)
+		}
+	}
+	y := make([]float64, p.m*p.n)
+	if err := p.apply("MatMulPlan.Apply", y, x); err != nil {
+		return err
+	}
+	for i := range p.m {
+		for j := range p.n {
+			dst.Set(i, j, y[i*p.n+j])
+		}
+	}
+	return nil
+}
+
+// Dims returns the dimensions of A and the column count of B: C is m×n.
+func (mp *MatMulPlan) Dims() (m, k, n int) { return mp.p.m, mp.p.k, mp.p.n }
+
+// Mode returns the mode in use (never the zero Mode).
+func (mp *MatMulPlan) Mode() Mode { return mp.p.mode }
+
+// Passes returns the number of matmul passes in the program (see
+// MatVec.Passes; column blocks multiply it).
+func (mp *MatMulPlan) Passes() int { return mp.p.passes }
+
+// Work returns the products computed per Apply in units of one plain
+// product (m·k·n); see MatVec.Work.
+func (mp *MatMulPlan) Work() float64 { return mp.p.work }
+
+// Dispatches returns the number of device dispatches so far.
+func (mp *MatMulPlan) Dispatches() int { return mp.p.dispatchCount() }
+
+// Close releases the compiled program.
+func (mp *MatMulPlan) Close() error { return mp.p.close() }
+
+// MatMul computes A·B on dev in one program compiled for this call (see
+// MatMulPlan for the modes; the zero options mean Compensated with 4 limbs
+// of 6 bits). a is m×k and b k×n (ErrShape otherwise).
+func MatMul(dev shim.Device, a, b mat.Matrix, opts MatMulOptions) (*mat.Dense, error) {
+	if a == nil || b == nil {
+		return nil, fmt.Errorf("precision: MatMul: nil matrix: %w", ErrShape)
+	}
+	_, k := a.Dims()
+	r, n := b.Dims()
+	if r != k {
+		return nil, fmt.Errorf("precision: MatMul: a has %d columns, b %d rows: %w", k, r, ErrShape)
+	}
+	mp, err := NewMatMul(dev, a, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer mp.Close()
+	var c mat.Dense
+	if err := mp.Apply(&c, b); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
