@@ -38,8 +38,13 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 	if err := checkSystem(a, b, set); err != nil {
 		return Result{}, err
 	}
-	if set.Precision != precision.FP16 {
-		return Result{}, fmt.Errorf("krylov: CG precision mode %v is not implemented yet: %w", set.Precision, ErrUnsupported)
+	compensated := false
+	switch set.Precision {
+	case precision.FP16:
+	case precision.Compensated, precision.Float64:
+		compensated = true
+	default:
+		return Result{}, fmt.Errorf("krylov: unknown precision mode %v: %w", set.Precision, ErrInput)
 	}
 	start := time.Now()
 	n := a.Dims()
@@ -64,7 +69,7 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 	sigma := pow2Exp(a.NormInf()) // ‖2^σ·A‖∞ in [½, 1)
 
 	t0 := time.Now()
-	exe, err := cgProgram(dev, a, set.Precond, set.Unroll, sigma)
+	exe, err := cgProgram(dev, a, set.Precond, set.Unroll, sigma, compensated)
 	res.Build = time.Since(t0)
 	if err != nil {
 		return res, err
@@ -88,6 +93,10 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 	nu := vectorNorm(n)
 	tau := 1.0 // scale of the device's correction accumulator, adapted to keep it in range
 	best, sinceBest := res.Residual, 0
+	// CG's residual is not monotone: on ill-conditioned problems it can
+	// plateau for hundreds of iterations before falling again, so the
+	// stagnation window counts inner iterations, not dispatches.
+	window := max(stagnationDispatches, (stagnationIterations+set.Unroll-1)/set.Unroll)
 	for res.Residual > set.Tol {
 		if res.Dispatches >= set.MaxDispatches {
 			return res, fmt.Errorf("krylov: CG reached relative residual %.3g after %d dispatches (MaxDispatches), Tol %.3g: %w", res.Residual, res.Dispatches, set.Tol, ErrNotConverged)
@@ -118,7 +127,7 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 		}
 		res.Dispatches++
 		res.Iterations += set.Unroll
-		d, dLo, dirU, pqMin := out[0], out[1], out[2], float64(out[4][0])
+		dirU, pqMin := out[2], float64(out[4][0])
 		if pqMin < -notSPDSlack {
 			return res, fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", pqMin, res.Dispatches, ErrNotSPD)
 		}
@@ -126,9 +135,23 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 		th = time.Now()
 		scale := math.Ldexp(rnorm/(nu*tau), sigma)
 		dmax := 0.0
-		for i, v := range d {
-			res.X[i] += scale * (float64(v) + float64(dLo[i]))
-			dmax = math.Max(dmax, math.Abs(float64(v)))
+		if compensated {
+			// d = Σ_k c_k·p_k, formed exactly in float64 from the directions
+			// and coefficients the device used.
+			dirs, coef := out[0], out[1]
+			for k, c := range coef {
+				ck := scale * float64(c)
+				for i, v := range dirs[k*n : (k+1)*n] {
+					res.X[i] += ck * float64(v)
+				}
+				dmax = math.Max(dmax, math.Abs(float64(c))*vectorNorm(n))
+			}
+		} else {
+			d, dLo := out[0], out[1]
+			for i, v := range d {
+				res.X[i] += scale * (float64(v) + float64(dLo[i]))
+				dmax = math.Max(dmax, math.Abs(float64(v)))
+			}
 		}
 		rnorm = residual(r, a, res.X, b)
 		res.Residual = rnorm / bnorm
@@ -164,8 +187,8 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 		}
 		if res.Residual < best/2 {
 			best, sinceBest = res.Residual, 0
-		} else if sinceBest++; sinceBest >= stagnationDispatches {
-			return res, fmt.Errorf("krylov: CG stagnated at relative residual %.3g (no halving in %d dispatches), Tol %.3g: %w", res.Residual, stagnationDispatches, set.Tol, ErrNotConverged)
+		} else if sinceBest++; sinceBest >= window {
+			return res, fmt.Errorf("krylov: CG stagnated at relative residual %.3g (no halving in %d dispatches), Tol %.3g: %w", res.Residual, window, set.Tol, ErrNotConverged)
 		}
 	}
 	res.Converged = true
@@ -173,8 +196,14 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 }
 
 const (
-	// stagnationDispatches without halving the residual end a solve.
+	// compensatedLimbs is the limb count of A in Compensated mode: the
+	// truncation error, about 2^(−5·6) ≈ 1e-9 of ‖A‖‖p‖, keeps refinement
+	// contracting up to κ(A) ≈ 1e7.
+	compensatedLimbs = 6
+	// A solve ends as stagnated after max(stagnationDispatches,
+	// stagnationIterations/Unroll) dispatches without halving the residual.
 	stagnationDispatches = 8
+	stagnationIterations = 2048
 	// notSPDSlack: the device's pᵀAp for a unit p and ‖A‖∞ ≤ 1 carries an
 	// fp16 error of a few units of 2⁻¹¹; a value below −2⁻⁶ is a direction
 	// of negative curvature, not rounding.
@@ -190,23 +219,43 @@ func applyPrecond(dst []float64, m Preconditioner, r []float64) {
 }
 
 type cgKey struct {
-	dev    shim.Device
-	op     Operator
-	pre    Preconditioner
-	unroll int
-	sigma  int
+	dev         shim.Device
+	op          Operator
+	pre         Preconditioner
+	unroll      int
+	sigma       int
+	compensated bool
 }
 
 // cgPrograms keeps one compiled program per operator, preconditioner,
 // unroll and device, so repeated solves neither rebuild nor relower.
 var cgPrograms sync.Map // cgKey → shim.Executable
 
-func cgProgram(dev shim.Device, a Operator, m Preconditioner, unroll, sigma int) (shim.Executable, error) {
-	key := cgKey{dev, a, m, unroll, sigma}
+func cgProgram(dev shim.Device, a Operator, m Preconditioner, unroll, sigma int, compensated bool) (shim.Executable, error) {
+	key := cgKey{dev, a, m, unroll, sigma, compensated}
 	if exe, ok := cgPrograms.Load(key); ok {
 		return exe.(shim.Executable), nil
 	}
-	g := cgGraph(a, m, unroll, sigma)
+	n := a.Dims()
+	apply := func(g *dataflow.Graph, p dataflow.Value) dataflow.Value { return a.DeviceApply(g, p, sigma) }
+	if compensated {
+		switch op := a.(type) {
+		case *denseOp:
+			c, err := newCompensatedDense(op, sigma, compensatedLimbs)
+			if err != nil {
+				return nil, err
+			}
+			nu := vectorNorm(n)
+			apply = func(g *dataflow.Graph, p dataflow.Value) dataflow.Value { return c.apply(g, p, nu) }
+		case *stencilOp:
+			if !op.exactInFP16(sigma) {
+				return nil, fmt.Errorf("krylov: Compensated mode needs stencil coefficients exact in fp16 (scaled by 2^%d): %w", sigma, ErrUnsupported)
+			}
+		default:
+			return nil, fmt.Errorf("krylov: Compensated mode is not available for operator %T: %w", a, ErrUnsupported)
+		}
+	}
+	g := cgGraph(n, apply, m, unroll, compensated)
 	exe, err := shim.Build(dev, g)
 	if err != nil {
 		if errors.Is(err, lower.ErrUnsupported) {
@@ -249,14 +298,14 @@ func twoSum(g *dataflow.Graph, a, b dataflow.Value) (s, e dataflow.Value) {
 // to twice fp16's precision), the last p used,
 // τ (the recursive residual's norm relative to the input's) and the smallest
 // pq met (negative curvature betrays an operator that is not SPD).
-func cgGraph(a Operator, m Preconditioner, unroll, sigma int) *dataflow.Graph {
-	n := a.Dims()
+func cgGraph(n int, apply func(*dataflow.Graph, dataflow.Value) dataflow.Value, m Preconditioner, unroll int, directions bool) *dataflow.Graph {
 	nu := vectorNorm(n)
 	g := dataflow.New()
 	r := g.Input("r", dataflow.Shape{1, n})
 	p := g.Input("p", dataflow.Shape{1, n})
 	tau := g.Input("tau", dataflow.Shape{1, 1})
 	var d, dLo, pqMin dataflow.Value
+	var dirs, coefs []dataflow.Value
 	entry := func(s dataflow.Value, i, j int) dataflow.Value {
 		return g.Slice(s, []int{i, j}, []int{1, 1})
 	}
@@ -264,7 +313,7 @@ func cgGraph(a Operator, m Preconditioner, unroll, sigma int) *dataflow.Graph {
 	// direction) from dividing by zero: the device cannot branch.
 	floor := g.Scalar(0x1p-14)
 	for it := range unroll {
-		q := a.DeviceApply(g, p, sigma)
+		q := apply(g, p)
 		s1 := g.MatMul(g.Concat(0, q, r), p, false, true)
 		pq, rp := entry(s1, 0, 0), entry(s1, 1, 0)
 		if it == 0 {
@@ -273,11 +322,16 @@ func cgGraph(a Operator, m Preconditioner, unroll, sigma int) *dataflow.Graph {
 			pqMin = g.Minimum(pqMin, pq)
 		}
 		gamma := g.Div(rp, g.Maximum(pq, floor))
-		step := g.Mul(g.Mul(tau, gamma), p)
-		switch it {
-		case 0:
+		coef := g.Mul(tau, gamma)
+		if directions {
+			dirs, coefs = append(dirs, p), append(coefs, coef)
+		}
+		step := g.Mul(coef, p)
+		switch {
+		case directions:
+		case it == 0:
 			d = step
-		case 1:
+		case it == 1:
 			d, dLo = twoSum(g, d, step)
 		default:
 			var e dataflow.Value
@@ -305,11 +359,16 @@ func cgGraph(a Operator, m Preconditioner, unroll, sigma int) *dataflow.Graph {
 		pp := g.Maximum(g.MatMul(pS, pS, false, true), floor)
 		p = g.Mul(pS, g.Mul(g.Pow(pp, g.Scalar(-0.5)), g.Scalar(nu)))
 	}
-	if !dLo.Valid() {
-		dLo = g.Mul(d, g.Scalar(0))
+	if directions {
+		g.Output("dirs", g.Concat(0, dirs...))
+		g.Output("coef", g.Concat(1, coefs...))
+	} else {
+		if !dLo.Valid() {
+			dLo = g.Mul(d, g.Scalar(0))
+		}
+		g.Output("d", d)
+		g.Output("d_lo", dLo)
 	}
-	g.Output("d", d)
-	g.Output("d_lo", dLo)
 	g.Output("p_last", p)
 	g.Output("tau_out", tau)
 	g.Output("pq_min", pqMin)

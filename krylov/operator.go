@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
 )
 
 // Operator is a square linear operator A that the solvers apply both on the
@@ -243,4 +244,18 @@ func weightName(kind string, id uint64, scale int) string {
 		return fmt.Sprintf("%s%d_m%d", kind, id, -scale)
 	}
 	return fmt.Sprintf("%s%d_%d", kind, id, scale)
+}
+
+// exactInFP16 reports whether every coefficient, scaled by 2^scale, is an
+// fp16 number, so that the conv's products are exact.
+func (s *stencilOp) exactInFP16(scale int) bool {
+	for _, row := range s.c {
+		for _, v := range row {
+			w := math.Ldexp(v, scale)
+			if fp16.Round64(w) != w {
+				return false
+			}
+		}
+	}
+	return true
 }

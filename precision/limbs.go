@@ -120,13 +120,18 @@ func splitRow(fn string, x []float64, bits int, digits [][]float64, off int) (in
 	}
 	_, p := math.Frexp(m) // m ∈ [2^(p−1), 2^p)
 	e := p + 1            // m·2^−e ∈ [¼, ½)
+	radix := float64(int(1) << bits)
+	// Adding and subtracting 1.5·2⁵² rounds a float64 of magnitude below
+	// 2⁵¹ to the nearest integer, ties to even, exactly as RoundToEven.
+	const round = 0x1.8p52
+	scale := math.Ldexp(1, -e) // m < 2^p, so e ≤ 1025 and 2^−e ≥ 2^−1025 is representable
 	for i, v := range x {
-		t := math.Ldexp(v, -e) // |t| ≤ ½
-		for l := range digits {
-			t = math.Ldexp(t, bits) // |t| ≤ 2^(b−1)
-			d := math.RoundToEven(t)
-			digits[l][off+i] = d // |d| ≤ 2^(b−1)
-			t -= d               // |t| ≤ ½
+		t := v * scale // |t| ≤ ½; exact unless t is a float64 subnormal (then correctly rounded)
+		for _, row := range digits {
+			t *= radix // exact; |t| ≤ 2^(b−1)
+			d := (t + round) - round
+			row[off+i] = d // |d| ≤ 2^(b−1)
+			t -= d         // exact; |t| ≤ ½
 		}
 	}
 	return e, nil

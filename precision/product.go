@@ -48,11 +48,11 @@ const shiftTarget = 15
 
 type span struct{ off, len int }
 
-// outRef says what one program output holds.
+// outRef says what one program output holds: the hi or lo result of limb
+// sum s (0 for FP16) over contraction chunk kc for column block nb. The
+// host adds hi and lo alike.
 type outRef struct {
-	s      int  // limb-pair sum l + m (compensated), 0 for FP16
-	kc, nb int  // contraction chunk and column block
-	lo     bool // the lo pass of (s, kc, nb)
+	s, kc, nb int
 }
 
 // product computes Y = A·X for a fixed m×k matrix A (graph constants) and
@@ -144,7 +144,11 @@ func maxSpan(s []span) int {
 // column exponents. Contraction length per chunk: L·kc ≤ 2^(26−2b) (16384 at
 // b = 6) keeps the sums exact, and L·kc + block ≤ the target's MaxSpatial
 // keeps the lo pass legal; longer contractions are cut into chunks whose
-// results the host adds.
+// results the host adds. The hiᵀ·(−I) term comes last in the contraction, so in
+// the natural summation order every partial sum is bounded by Σ|products|.
+// hi_s + lo_s equals S_s exactly while |S_s| < 2²² units (11 bits each;
+// random data stays far below), and within 2⁻²² relative up to the 2²⁴
+// bound.
 //
 // FP16: A is scaled per row and X per column into [1, 2) (Pow2Scale),
 // rounded to fp16 and multiplied in one pass per chunk of ≤ 8192 (no
@@ -277,7 +281,7 @@ func (p *product) buildCompensated(fn string, g *dataflow.Graph, a mat.Matrix, m
 				lo := g.MatMul(xext, aext, false, true)
 				g.Output(fmt.Sprintf("hi_s%d_k%d_n%d", s, c, nb), hi)
 				g.Output(fmt.Sprintf("lo_s%d_k%d_n%d", s, c, nb), lo)
-				p.outs = append(p.outs, outRef{s: s, kc: c, nb: nb}, outRef{s: s, kc: c, nb: nb, lo: true})
+				p.outs = append(p.outs, outRef{s, c, nb}, outRef{s, c, nb}) // hi, lo
 				p.passes += 2
 				// hi: (s+1)·kc products per output, lo: (s+1)·kc + block.
 				p.work += float64(bs.len*(2*(s+1)*ks.len+bs.len)) / float64(k*n)
@@ -411,18 +415,25 @@ func (p *product) dispatchCount() int {
 // the program's input and is split or scaled on the host at every Apply.
 //
 // What each mode reaches (normwise relative error ‖y − A·x‖₂/‖A·x‖₂ for a
-// random dense A and x, under the simulator's wide accumulator "sim"; see
-// TestLimbTable for the measured table under sim and sim-narrow):
+// random normal 1024×1024 A and x, measured by TestLimbTable):
 //
 //   - FP16: one pass, both operands scaled by powers of two into [1, 2):
-//     about u16 = 2⁻¹¹ (4e-4 at n = 1024).
-//   - Compensated (default: 4 limbs of 6 bits, 20 matmul passes of
-//     growing contraction, about 20× a plain pass in work): about
-//     40·2^(−bits·limbs), below 1e-6; 6 limbs reach ~1e-10.
-//   - Float64: ⌈53/bits⌉ limbs (9 at 6 bits, 18 passes, about 90× the
-//     work): float64-class, ~1e-15.
+//     about u16 = 2⁻¹¹ under the wide accumulator (sim: 4.1e-4), ten times
+//     that under an fp16 accumulator (sim-narrow: 4.6e-3).
+//   - Compensated (default 4 limbs of 6 bits: 8 matmul passes, 20× the
+//     products of a plain pass): about 40·2^(−bits·limbs) under sim —
+//     6.5e-7 with the default, 1.1e-8 with 5 limbs, 1.9e-10 with 6.
+//   - Float64: ⌈53/bits⌉ limbs (9 at 6 bits: 18 passes, 90× the products):
+//     float64-class under sim, 1.2e-15.
 //
-// These are relative to ‖A‖·‖x‖ really: a product that cancels heavily
+// The compensated digit sums are exact only with the wide (float32)
+// accumulator DESIGN.md states for the ANE. Under sim-narrow the fp16
+// running sum rounds once it passes 2048 units: 6-bit digits stall at about
+// 3e-3 whatever the limb count, 5-bit at 5e-4, 4-bit at 6e-5, while 3-bit
+// digits keep the running sums of random data exact (8 limbs: 9.6e-7 under
+// both models); this is data-dependent, not guaranteed.
+//
+// The errors are relative to ‖A‖·‖x‖ really: a product that cancels heavily
 // (‖A·x‖ ≪ ‖A‖‖x‖) has a correspondingly larger relative error.
 // A MatVec is safe for concurrent use.
 type MatVec struct{ p *product }

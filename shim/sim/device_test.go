@@ -63,3 +63,12 @@ func TestConcurrentRuns(t *testing.T) {
 		require.Equal(t, want, results[g], "goroutine %d", g)
 	}
 }
+
+func TestSupportedOps(t *testing.T) {
+	ops := SupportedOps()
+	require.Contains(t, ops, "matmul")
+	require.Contains(t, ops, "const")
+	require.NotContains(t, ops, "rsqrt")
+	require.Len(t, ops, 29)
+	require.IsIncreasing(t, ops)
+}

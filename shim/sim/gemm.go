@@ -30,9 +30,9 @@ import (
 //     τ_A·τ_B = 2⁻¹⁴ chosen per product from the operands' magnitudes; a
 //     product of two elements that are not small is 0 or at least 2⁻¹⁴.
 //     Each row carries a bitmask of its small elements; the tile's dot
-//     products run the fast kernel between the flagged positions and round
-//     the products at those positions on the exact path, in order, so the
-//     summation order is the natural one throughout.
+//     products run the fast loop between the flagged positions and round
+//     the products at those positions with roundProduct, which also
+//     handles subnormals; the summation order is the natural one throughout.
 //   - Narrow partial sums: the sum of two fp16 values below 2⁻¹⁴ is a
 //     multiple of 2⁻²⁴ and exact, so only overflow needs a check there.
 
@@ -61,10 +61,10 @@ func maxAbs(xs []float32) float64 {
 	return m
 }
 
-// smallThresholds returns τ_A and τ_B with τ_A·τ_B = 2⁻¹⁴, split by powers
-// of two so that each is about 2⁻⁷ relative to its operand's largest
-// magnitude ratio: few elements count as small when the operands are
-// scaled differently.
+// smallThresholds returns τ_A and τ_B with τ_A·τ_B = 2⁻¹⁴. For operands of
+// similar scale both are 2⁻⁷; when B's largest magnitude is 2^(2e) times
+// A's, τ_A is 2^(−7−e) and τ_B is 2^(−7+e), so that few elements of either
+// count as small.
 func smallThresholds(maxA, maxB float64) (float32, float32) {
 	e := 0
 	if maxA > 0 && maxB > 0 && !math.IsInf(maxA, 0) && !math.IsInf(maxB, 0) {
