@@ -124,9 +124,15 @@ func splitRow(fn string, x []float64, bits int, digits [][]float64, off int) (in
 	// Adding and subtracting 1.5·2⁵² rounds a float64 of magnitude below
 	// 2⁵¹ to the nearest integer, ties to even, exactly as RoundToEven.
 	const round = 0x1.8p52
-	scale := math.Ldexp(1, -e) // m < 2^p, so e ≤ 1025 and 2^−e ≥ 2^−1025 is representable
+	// e ∈ [−1072, 1025]; 2^−e is a float64 unless e < −1023.
+	scale := math.Ldexp(1, -e)
 	for i, v := range x {
-		t := v * scale // |t| ≤ ½; exact unless t is a float64 subnormal (then correctly rounded)
+		// |t| ≤ ½; exact unless t is a float64 subnormal (then correctly
+		// rounded, the same by multiplication or Ldexp).
+		t := v * scale
+		if e < -1000 {
+			t = math.Ldexp(v, -e)
+		}
 		for _, row := range digits {
 			t *= radix // exact; |t| ≤ 2^(b−1)
 			d := (t + round) - round

@@ -119,3 +119,23 @@ func TestSplitBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitExtremes covers float64's ends: the shared exponent of a
+// subnormal vector is below −1023 and of a huge one above 1023.
+func TestSplitExtremes(t *testing.T) {
+	for _, x := range [][]float64{
+		{5e-324, -1e-320, 0},
+		{math.MaxFloat64, -1e300, 1},
+		{math.SmallestNonzeroFloat64},
+	} {
+		v, err := SplitVector(x, 9, 6)
+		require.NoError(t, err)
+		checkDigits(t, v.Digits, 6)
+		m, _ := maxAbs("", x)
+		y := v.Join()
+		for i := range x {
+			require.LessOrEqual(t, math.Abs(y[i]-x[i]), math.Ldexp(m, -50), "%v", x)
+		}
+		require.Equal(t, x[0], y[0])
+	}
+}

@@ -1,0 +1,33 @@
+package krylov_test
+
+import (
+	"fmt"
+
+	"github.com/anemone-go/anemone/krylov"
+)
+
+// Solve the 2-D Poisson equation on a 32×32 grid with a 5-point stencil.
+func ExampleCG() {
+	const n = 32
+	h2 := float64((n + 1) * (n + 1)) // 1/h²
+	a, err := krylov.Stencil2D(n, n, [3][3]float64{
+		{0, -h2, 0},
+		{-h2, 4 * h2, -h2},
+		{0, -h2, 0},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	b := make([]float64, n*n)
+	for i := range b {
+		b[i] = 1
+	}
+	res, err := krylov.CG(a, b, &krylov.Settings{Tol: 1e-10})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("converged:", res.Converged, "residual below 1e-10:", res.Residual <= 1e-10)
+	// Output: converged: true residual below 1e-10: true
+}
