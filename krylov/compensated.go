@@ -49,8 +49,8 @@ type compensatedDense struct {
 	id     uint64
 	n      int
 	limbs  int
-	levels int       // digit vectors of p
-	rowExp []int     // e_i
+	levels int         // digit vectors of p
+	rowExp []int       // e_i
 	digits [][]float64 // L × n², row-major
 }
 
@@ -127,7 +127,7 @@ func (c *compensatedDense) apply(g *dataflow.Graph, p dataflow.Value, nu float64
 	magic := g.Scalar(48)
 	for k := range c.levels {
 		h := g.Sub(g.Add(r, magic), magic) // multiples of 2⁻⁵
-		levels[k] = g.Mul(h, g.Scalar(32))  // integers, |·| ≤ 32
+		levels[k] = g.Mul(h, g.Scalar(32)) // integers, |·| ≤ 32
 		if k+1 < c.levels {
 			r = g.Mul(g.Sub(r, h), g.Scalar(32))
 		}
