@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -542,4 +543,28 @@ func BenchmarkReferenceGMRESConvDiff64(b *testing.B) {
 		require.NoError(b, err)
 	}
 	b.ReportMetric(float64(res.Restarts), "cycles")
+}
+
+// TestGMRESConcurrent: solves sharing one operator and device from several
+// goroutines (the program cache and the device's serialized runs) give the
+// same answer as a solve alone.
+func TestGMRESConcurrent(t *testing.T) {
+	const nx = 12
+	op, err := Stencil2D(nx, nx, gmresConvDiffStencil(nx, nx, 30))
+	require.NoError(t, err)
+	b := gmresOnes(nx * nx)
+	alone, err := GMRES(op, b, &Settings{Restart: 9})
+	require.NoError(t, err)
+	results := make([]Result, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i], errs[i] = GMRES(op, b, &Settings{Restart: 9}) })
+	}
+	wg.Wait()
+	for i := range results {
+		require.NoError(t, errs[i])
+		// The device is deterministic: the same inputs give the same bits.
+		require.Equal(t, alone.X, results[i].X)
+	}
 }

@@ -144,7 +144,7 @@ func cmdCaps(args []string, w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d ops on %s, %d failed\n", len(results), dev.Info().Name, failed)
+	fmt.Fprintf(w, "%d cases on %s, %d failed\n", len(results), dev.Info().Name, failed)
 	if failed > 0 {
 		return fmt.Errorf("%d ops failed conformance", failed)
 	}

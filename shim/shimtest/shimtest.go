@@ -50,11 +50,16 @@ type opCase struct {
 	op     dataflow.Op
 	name   string
 	inputs []inputSpec
-	build  func(g *dataflow.Graph, in []dataflow.Value) dataflow.Value
+	build  func(g *dataflow.Graph, in []dataflow.Value, c constFn) dataflow.Value
 	bound  boundKind
 	ulps   float64 // for rounded
 	k      int     // terms per output for dot and narrowSum
 }
+
+// constFn declares a constant; the suite calls a case's build twice, once
+// with the constants as given and once with their absolute values, to get
+// Σ|aᵢbᵢ| for the dot-product bound.
+type constFn func(name string, shape dataflow.Shape, data []float64) dataflow.Value
 
 type inputSpec struct {
 	name   string
@@ -80,12 +85,12 @@ var (
 
 func unary(op dataflow.Op, lo, hi float64, b boundKind, ulps float64, f func(*dataflow.Graph, dataflow.Value) dataflow.Value) opCase {
 	return opCase{op: op, inputs: []inputSpec{in("x", mat, lo, hi)}, bound: b, ulps: ulps,
-		build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return f(g, v[0]) }}
+		build: func(g *dataflow.Graph, v []dataflow.Value, _ constFn) dataflow.Value { return f(g, v[0]) }}
 }
 
 func binary(op dataflow.Op, y inputSpec, b boundKind, ulps float64, f func(*dataflow.Graph, dataflow.Value, dataflow.Value) dataflow.Value) opCase {
 	return opCase{op: op, inputs: []inputSpec{in("x", mat, -4, 4), y}, bound: b, ulps: ulps,
-		build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return f(g, v[0], v[1]) }}
+		build: func(g *dataflow.Graph, v []dataflow.Value, _ constFn) dataflow.Value { return f(g, v[0], v[1]) }}
 }
 
 // cases covers every op of the registry at least once.
@@ -98,7 +103,7 @@ func cases() []opCase {
 		binary(dataflow.OpMaximum, in("y", mat, -4, 4), exact, 0, (*dataflow.Graph).Maximum),
 		binary(dataflow.OpMinimum, in("y", mat, -4, 4), exact, 0, (*dataflow.Graph).Minimum),
 		{op: dataflow.OpPow, inputs: []inputSpec{in("x", mat, 0.25, 4), in("y", mat, -2, 2)}, bound: rounded, ulps: 2,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.Pow(v[0], v[1]) }},
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value { return g.Pow(v[0], v[1]) }},
 		unary(dataflow.OpNeg, -4, 4, exact, 0, (*dataflow.Graph).Neg),
 		unary(dataflow.OpAbs, -4, 4, exact, 0, (*dataflow.Graph).Abs),
 		unary(dataflow.OpSquare, -8, 8, rounded, 1, (*dataflow.Graph).Square),
@@ -111,36 +116,48 @@ func cases() []opCase {
 		unary(dataflow.OpRelu, -4, 4, exact, 0, (*dataflow.Graph).Relu),
 		unary(dataflow.OpGelu, -4, 4, rounded, 2, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Gelu(x, dataflow.GeluExact) }),
 		{op: dataflow.OpMatMul, name: "two inputs", inputs: []inputSpec{in("x", mat, -1, 1), in("y", dataflow.Shape{40, 24}, -1, 1)}, bound: dot, k: 40,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.MatMul(v[0], v[1], false, false) }},
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
+				return g.MatMul(v[0], v[1], false, false)
+			}},
 		{op: dataflow.OpMatMul, name: "batched, transposed", inputs: []inputSpec{in("x", dataflow.Shape{2, 40, 3}, -1, 1), in("y", dataflow.Shape{2, 5, 40}, -1, 1)}, bound: dot, k: 40,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.MatMul(v[0], v[1], true, true) }},
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
+				return g.MatMul(v[0], v[1], true, true)
+			}},
 		{op: dataflow.OpMatMul, name: "constant weight (conv)", inputs: []inputSpec{in("x", mat, -1, 1)}, bound: dot, k: 40,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value {
-				return g.MatMul(v[0], g.Const("W", dataflow.Shape{40, 33}, seq(40*33)), false, false)
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
+				return g.MatMul(v[0], c("W", dataflow.Shape{40, 33}, seq(40*33)), false, false)
 			}},
 		{op: dataflow.OpConv2D, inputs: []inputSpec{in("x", image, -1, 1), in("w", dataflow.Shape{6, 2, 3, 3}, -1, 1)}, bound: dot, k: 2 * 3 * 3,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value {
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
 				return g.Conv2D(v[0], v[1], dataflow.Conv2DOptions{Strides: [2]int{1, 2}, Pads: [4]int{1, 1, 2, 0}, Dilations: [2]int{1, 1}, Groups: 2})
 			}},
 		{op: dataflow.OpReduceSum, name: "last axis (matmul)", inputs: []inputSpec{in("x", mat, -1, 1)}, bound: dot, k: 40,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.ReduceSum(v[0], []int{-1}, true) }},
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
+				return g.ReduceSum(v[0], []int{-1}, true)
+			}},
 		{op: dataflow.OpReduceSum, name: "first axis", inputs: []inputSpec{in("x", dataflow.Shape{12, 40}, -1, 1)}, bound: narrowSum, k: 12,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.ReduceSum(v[0], []int{0}, false) }},
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
+				return g.ReduceSum(v[0], []int{0}, false)
+			}},
 		{op: dataflow.OpReduceMean, inputs: []inputSpec{in("x", dataflow.Shape{12, 40}, -1, 1)}, bound: narrowSum, k: 12,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.ReduceMean(v[0], []int{0}, true) }},
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
+				return g.ReduceMean(v[0], []int{0}, true)
+			}},
 		unary(dataflow.OpReduceMax, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.ReduceMax(x, []int{1}, true) }),
 		unary(dataflow.OpSoftmax, -4, 4, rounded, 4, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Softmax(x, -1) }),
 		{op: dataflow.OpLayerNorm, inputs: []inputSpec{in("x", mat, -4, 4)}, bound: rounded, ulps: 4,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value {
-				gamma := g.Const("gamma", dataflow.Shape{40}, seq(40))
-				beta := g.Const("beta", dataflow.Shape{40}, seq(40))
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
+				gamma := c("gamma", dataflow.Shape{40}, seq(40))
+				beta := c("beta", dataflow.Shape{40}, seq(40))
 				return g.LayerNorm(v[0], []int{-1}, gamma, beta, 1e-5)
 			}},
 		unary(dataflow.OpReshape, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Reshape(x, dataflow.Shape{8, 15}) }),
 		{op: dataflow.OpTranspose, inputs: []inputSpec{in("x", dataflow.Shape{3, 4, 40}, -4, 4)}, bound: exact,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.Transpose(v[0], []int{2, 0, 1}) }},
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
+				return g.Transpose(v[0], []int{2, 0, 1})
+			}},
 		{op: dataflow.OpConcat, inputs: []inputSpec{in("x", mat, -4, 4), in("y", dataflow.Shape{3, 7}, -4, 4)}, bound: exact,
-			build: func(g *dataflow.Graph, v []dataflow.Value) dataflow.Value { return g.Concat(1, v[0], v[1]) }},
+			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value { return g.Concat(1, v[0], v[1]) }},
 		unary(dataflow.OpSlice, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Slice(x, []int{1, 3}, []int{2, -1}) }),
 		unary(dataflow.OpPad, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Pad(x, []int{1, 0, 2, 5}, 0.5) }),
 	}
@@ -201,7 +218,7 @@ func runCase(dev shim.Device, info shim.Info, c opCase, seed uint64) (res Result
 		}
 		host[s.name], abs[s.name], dev32[i] = xs, as, x32
 	}
-	g.Output("out", c.build(g, vals))
+	g.Output("out", c.build(g, vals, g.Const))
 	if err := g.Err(); err != nil {
 		return fail(err)
 	}
@@ -211,7 +228,21 @@ func runCase(dev shim.Device, info shim.Info, c opCase, seed uint64) (res Result
 	}
 	var mag map[string][]float64 // Σ|terms| per output element
 	if c.bound == dot || c.bound == narrowSum {
-		if mag, err = dataflow.Eval(g, abs); err != nil {
+		// The same graph on |inputs| and |constants| gives Σ|terms|.
+		ga := dataflow.New()
+		av := make([]dataflow.Value, len(c.inputs))
+		for i, s := range c.inputs {
+			av[i] = ga.Input(s.name, s.shape)
+		}
+		absConst := func(name string, shape dataflow.Shape, data []float64) dataflow.Value {
+			a := make([]float64, len(data))
+			for i, v := range data {
+				a[i] = math.Abs(v)
+			}
+			return ga.Const(name, shape, a)
+		}
+		ga.Output("out", c.build(ga, av, absConst))
+		if mag, err = dataflow.Eval(ga, abs); err != nil {
 			return fail(err)
 		}
 	}

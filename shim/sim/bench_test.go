@@ -88,7 +88,9 @@ func BenchmarkKernelDotBlock(b *testing.B) {
 	rng := newRNG(15)
 	x, y := halfs(rng, m*k, 1), halfs(rng, m*k, 1)
 	ta, tb := smallThresholds(maxAbs(x), maxAbs(y))
-	a, bo := newOperand(m, k, x, k, ta), newOperand(m, k, y, k, tb)
+	a, bo := newOperand(m, k, x, k), newOperand(m, k, y, k)
+	a.markSmall(k, ta)
+	bo.markSmall(k, tb)
 	c := make([]float32, m*m)
 	b.ResetTimer()
 	for range b.N {

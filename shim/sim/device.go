@@ -122,7 +122,7 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 			return nil, errAt(zeroPos, shim.ErrShape, "input %q has %d values, its shape %s needs %d", s.Name, len(inputs[i]), shapeString(s.Shape), s.Size())
 		}
 		for j, v := range inputs[i] {
-			if r := fp16.Round32(v); !isHalfFinite(r) {
+			if r := r16(v); !isHalfFinite(r) {
 				return nil, errAt(zeroPos, shim.ErrRange, "input %q element %d is %g, beyond fp16's range ±%g", s.Name, j, v, fp16.MaxValue)
 			}
 		}

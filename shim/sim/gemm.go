@@ -46,19 +46,17 @@ type operand struct {
 	words int
 }
 
-// maxAbs returns the largest magnitude in xs, +Inf if xs holds a NaN.
+// maxAbs returns the largest magnitude in xs, +Inf if xs holds a NaN. It
+// compares the bit patterns of |x|, which order like the values.
 func maxAbs(xs []float32) float64 {
-	m := 0.0
+	var m uint32
 	for _, v := range xs {
-		x := math.Abs(float64(v))
-		if x > m {
-			m = x
-		}
-		if x != x {
-			return math.Inf(1)
-		}
+		m = max(m, math.Float32bits(v)&0x7fffffff)
 	}
-	return m
+	if m > 0x7f800000 { // NaN
+		return math.Inf(1)
+	}
+	return float64(math.Float32frombits(m))
 }
 
 // smallThresholds returns τ_A and τ_B with τ_A·τ_B = 2⁻¹⁴. For operands of
@@ -76,20 +74,60 @@ func smallThresholds(maxA, maxB float64) (float32, float32) {
 	return float32(math.Ldexp(1, -7-e)), float32(math.Ldexp(1, -7+e))
 }
 
-func newOperand(rows, k int, data []float32, ld int, tau float32) operand {
+// newOperand describes rows of length k: their maxima now, their masks of
+// small elements when markSmall is called.
+func newOperand(rows, k int, data []float32, ld int) operand {
 	words := (k + 63) / 64
 	o := operand{data: data, ld: ld, hi: make([]float64, rows), mask: make([]uint64, rows*words), words: words}
-	for i := range rows {
-		row := data[i*ld : i*ld+k]
-		o.hi[i] = maxAbs(row)
-		m := o.mask[i*words : (i+1)*words]
-		for j, v := range row {
-			if a := float32(math.Abs(float64(v))); a < tau && a != 0 {
-				m[j>>6] |= 1 << (j & 63)
+	forRows(rows, k, func(i int) { o.hi[i] = maxAbs(data[i*ld : i*ld+k]) })
+	return o
+}
+
+// markSmall sets the mask bit of every element with 0 < |x| < tau.
+func (o operand) markSmall(k int, tau float32) {
+	tb := int64(math.Float32bits(tau)) - 1
+	forRows(len(o.hi), k, func(i int) {
+		row := o.data[i*o.ld : i*o.ld+k]
+		m := o.mask[i*o.words : (i+1)*o.words]
+		for w := range m {
+			var bits uint64
+			for j, v := range row[w<<6 : min(len(row), (w+1)<<6)] {
+				// |x| − 1 < tau − 1 on the bit patterns: 0 wraps to the top.
+				d := int64(uint32(math.Float32bits(v)&0x7fffffff-1)) - tb
+				bits |= uint64(d) >> 63 << j
 			}
+			m[w] = bits
+		}
+	})
+}
+
+// maxHi is the largest row maximum of the operands.
+func maxHi(ops ...operand) float64 {
+	m := 0.0
+	for _, o := range ops {
+		for _, h := range o.hi {
+			m = max(m, h)
 		}
 	}
-	return o
+	return m
+}
+
+// forRows runs f on every row index, over the cores when the rows hold
+// enough elements to pay for it.
+func forRows(rows, k int, f func(i int)) {
+	const grain = 1 << 15 // elements per task
+	per := max(1, grain/max(k, 1))
+	if rows*k < 2*grain {
+		for i := range rows {
+			f(i)
+		}
+		return
+	}
+	parallel((rows+per-1)/per, func(_, t int) {
+		for i := t * per; i < min(rows, (t+1)*per); i++ {
+			f(i)
+		}
+	})
 }
 
 // from returns the operand's rows from r on.

@@ -87,7 +87,9 @@ func TestDotBlockMatchesExact(t *testing.T) {
 			a[i] = fp16.Round32(a[i] * c.scale)
 		}
 		ta, tb := smallThresholds(maxAbs(a), maxAbs(b))
-		ao, bo := newOperand(c.m, c.k, a, c.k, ta), newOperand(c.n, c.k, b, c.k, tb)
+		ao, bo := newOperand(c.m, c.k, a, c.k), newOperand(c.n, c.k, b, c.k)
+		ao.markSmall(c.k, ta)
+		bo.markSmall(c.k, tb)
 		for _, narrow := range []bool{false, true} {
 			got := make([]float32, c.m*c.n)
 			dotBlock(c.m, c.n, c.k, ao, bo, got, c.n, narrow, nil)
@@ -119,8 +121,12 @@ func TestSmallThresholds(t *testing.T) {
 		require.Equal(t, float32(c.tb), tb, "%g %g", c.a, c.b)
 		require.Equal(t, 0x1p-14, float64(ta)*float64(tb))
 	}
-	o := newOperand(1, 70, append(append(make([]float32, 0, 70), 0, 0x1p-8, -0x1p-8, 0x1p-7), make([]float32, 66)...), 70, 0x1p-7)
-	require.Equal(t, []uint64{0b110, 0}, o.mask, "0 is not small, ±2⁻⁸ are, 2⁻⁷ is not")
+	o := newOperand(1, 70, append(append(make([]float32, 0, 70), 0, 0x1p-8, -0x1p-8, 0x1p-7), make([]float32, 66)...), 70)
+	o.data[64], o.data[65], o.data[66] = -0x1p-24, float32(math.NaN()), float32(math.Inf(-1))
+	o.markSmall(70, 0x1p-7)
+	require.Equal(t, []uint64{0b110, 1}, o.mask, "0 is not small, ±2⁻⁸ and −2⁻²⁴ are, 2⁻⁷, NaN and Inf are not")
+	require.Equal(t, 3.0, maxAbs([]float32{1, -3, 2}))
+	require.True(t, math.IsInf(maxAbs([]float32{1, float32(math.NaN())}), 1))
 }
 
 func TestElementwiseCorrectlyRounded(t *testing.T) {

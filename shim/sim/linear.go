@@ -41,41 +41,51 @@ func buildMatmul(c *compiler, a *args) (built, error) {
 	xs, ys := x.slot, y.slot
 	return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
 		X, Y := b[xs], b[ys]
-		ta, tb := smallThresholds(maxAbs(X[:numel(x.shape)]), maxAbs(Y[:numel(y.shape)]))
 		// A is m×k and B is n×k, row-major: transpose an operand when its
 		// layout differs; broadcast batches share one packing.
 		as, bs := map[int]operand{}, map[int]operand{}
-		jobs := make([]gemmJob, len(xoffs))
+		var aops, bops []operand
 		for i := range xoffs {
-			pa, ok := as[xoffs[i]]
-			if !ok {
+			if _, ok := as[xoffs[i]]; !ok {
 				d := X[xoffs[i] : xoffs[i]+m*k]
 				if tx {
 					d = transposed(d, k, m)
 				}
-				pa = newOperand(m, k, d, k, ta)
-				as[xoffs[i]] = pa
+				as[xoffs[i]] = newOperand(m, k, d, k)
+				aops = append(aops, as[xoffs[i]])
 			}
-			pb, ok := bs[yoffs[i]]
-			if !ok {
+			if _, ok := bs[yoffs[i]]; !ok {
 				d := Y[yoffs[i] : yoffs[i]+k*n]
 				if !ty {
 					d = transposed(d, k, n)
 				}
-				pb = newOperand(n, k, d, k, tb)
-				bs[yoffs[i]] = pb
+				bs[yoffs[i]] = newOperand(n, k, d, k)
+				bops = append(bops, bs[yoffs[i]])
 			}
-			jobs[i] = gemmJob{m: m, n: n, k: k, a: pa, b: pb, c: out[i*m*n : (i+1)*m*n], ldc: n}
+		}
+		ta, tb := smallThresholds(maxHi(aops...), maxHi(bops...))
+		for _, o := range aops {
+			o.markSmall(k, ta)
+		}
+		for _, o := range bops {
+			o.markSmall(k, tb)
+		}
+		jobs := make([]gemmJob, len(xoffs))
+		for i := range xoffs {
+			jobs[i] = gemmJob{m: m, n: n, k: k, a: as[xoffs[i]], b: bs[yoffs[i]], c: out[i*m*n : (i+1)*m*n], ldc: n}
 		}
 		runGemms(jobs, narrow)
 	}}, nil
 }
 
-// transposed returns the cols×rows transpose of the rows×cols matrix src.
+// transposed returns the cols×rows transpose of the rows×cols matrix src,
+// in blocks of 32×32 spread over the cores.
 func transposed(src []float32, rows, cols int) []float32 {
 	dst := make([]float32, rows*cols)
 	const blk = 32
-	for r0 := 0; r0 < rows; r0 += blk {
+	rb := (rows + blk - 1) / blk
+	forRows(rb, blk*cols, func(b int) {
+		r0 := b * blk
 		for c0 := 0; c0 < cols; c0 += blk {
 			for r := r0; r < min(r0+blk, rows); r++ {
 				row := src[r*cols : (r+1)*cols]
@@ -84,7 +94,7 @@ func transposed(src []float32, rows, cols int) []float32 {
 				}
 			}
 		}
-	}
+	})
 	return dst
 }
 
@@ -203,8 +213,9 @@ func runConv(g *convGeom, x, w, bias, out []float32, narrow bool) {
 	cig, cog := g.ci/g.groups, g.co/g.groups
 	kc := cig * g.kh * g.kw
 	npos := g.oh * g.ow
-	tw, tp := smallThresholds(maxAbs(w[:g.co*kc]), maxAbs(x[:g.n*g.ci*g.h*g.w]))
-	wo := newOperand(g.co, kc, w, kc, tw)
+	wo := newOperand(g.co, kc, w, kc)
+	tw, tp := smallThresholds(maxHi(wo), maxAbs(x[:g.n*g.ci*g.h*g.w]))
+	wo.markSmall(kc, tw)
 	pc := min(npos, max(2, (panelBytes/(4*kc))&^1))
 	posTiles := (npos + pc - 1) / pc
 	coTiles := (cog + convCoRows - 1) / convCoRows
@@ -222,7 +233,8 @@ func runConv(g *convGeom, x, w, bias, out []float32, narrow bool) {
 		}
 		patch := patches[worker][:np*kc]
 		im2col(g, x, img, grp*cig, cig, p0, np, patch)
-		po := newOperand(np, kc, patch, kc, tp)
+		po := newOperand(np, kc, patch, kc)
+		po.markSmall(kc, tp)
 		dst := out[(img*g.co+c0)*npos+p0:]
 		flags[worker] = dotBlock(nc, np, kc, wo.from(c0), po, dst, npos, narrow, flags[worker])
 		if bias != nil {
