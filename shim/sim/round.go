@@ -28,9 +28,8 @@ const (
 // The explicit float32 conversions keep the compiler from fusing the split
 // into a multiply-add on targets that have one.
 func r16(x float32) float32 {
-	if b := math.Float32bits(x)&0x7fffffff - minNormalBits; b < fastSpan {
-		t := float32(x * 8193)
-		return t - float32(t-x)
+	if math.Float32bits(x)&0x7fffffff-minNormalBits < fastSpan {
+		return split(x)
 	}
 	return r16slow(x)
 }

@@ -1,0 +1,153 @@
+package shim_test
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/shim"
+	_ "github.com/anemone-go/anemone/shim/sim"
+)
+
+func open(t *testing.T, name string) *shim.Cache {
+	t.Helper()
+	d, err := shim.Open(name)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	return d.(*shim.Cache)
+}
+
+// scaleGraph is y = x·c: a different constant gives a different program.
+func scaleGraph(c float64) *dataflow.Graph {
+	g := dataflow.New()
+	g.Output("y", g.Mul(g.Input("x", dataflow.Shape{2, 3}), g.Scalar(c)))
+	return g
+}
+
+func TestOpen(t *testing.T) {
+	for _, name := range []string{"sim", "sim-narrow"} {
+		d := open(t, name)
+		require.Equal(t, name, d.Info().Name)
+		require.False(t, d.Info().Hardware)
+	}
+	t.Setenv(shim.EnvDevice, "sim-narrow")
+	require.Equal(t, "sim-narrow", open(t, "").Info().Name)
+	if runtime.GOOS != "darwin" {
+		t.Setenv(shim.EnvDevice, "")
+		require.Equal(t, "sim", open(t, "").Info().Name, "no ANE: the simulator is the default")
+		_, err := shim.Open("ane")
+		require.ErrorIs(t, err, shim.ErrNoDevice)
+	}
+	_, err := shim.Open("gpu")
+	require.ErrorIs(t, err, shim.ErrNoDevice)
+	require.Contains(t, err.Error(), "sim")
+}
+
+func TestCacheHitsAndEviction(t *testing.T) {
+	d, err := shim.Open("sim")
+	require.NoError(t, err)
+	c := shim.NewCache(d.(*shim.Cache).Backend(), 2)
+	defer c.Close()
+	build := func(k float64) shim.Executable {
+		e, err := shim.Build(c, scaleGraph(k))
+		require.NoError(t, err)
+		return e
+	}
+	e1 := build(1)
+	build(1)
+	require.Equal(t, shim.CacheStats{Compiles: 1, Hits: 1}, c.Stats())
+	build(2)
+	build(3) // evicts program 1
+	require.Equal(t, 3, c.Stats().Compiles)
+	require.Equal(t, 1, c.Stats().Evictions)
+	// The evicted program still runs: it is compiled again, transparently.
+	out, err := e1.Run([][]float32{{1, 2, 3, 4, 5, 6}})
+	require.NoError(t, err)
+	require.Equal(t, []float32{1, 2, 3, 4, 5, 6}, out[0])
+	require.Equal(t, 4, c.Stats().Compiles)
+}
+
+func TestRunChecks(t *testing.T) {
+	c := open(t, "sim")
+	e, err := shim.Build(c, scaleGraph(2))
+	require.NoError(t, err)
+
+	_, err = e.Run(nil)
+	require.ErrorIs(t, err, shim.ErrShape)
+	require.Contains(t, err.Error(), "got 0 inputs, program takes 1")
+	_, err = e.Run([][]float32{{1, 2}})
+	require.ErrorIs(t, err, shim.ErrShape)
+	require.Contains(t, err.Error(), `"x" has 2 elements, want 6`)
+
+	_, err = e.Run([][]float32{{1, 2, 3, 70000, 5, 6}})
+	require.ErrorIs(t, err, shim.ErrRange)
+	require.Contains(t, err.Error(), "element 3")
+
+	// 40000·2 overflows inside the program: the output says so.
+	out, err := e.Run([][]float32{{1, 2, 3, 40000, 5, 6}})
+	require.ErrorIs(t, err, shim.ErrRange)
+	require.Contains(t, err.Error(), `output "y" element 3`)
+	require.Len(t, out, 1, "the outputs come back with the error")
+
+	require.NoError(t, e.Close())
+	_, err = e.Run([][]float32{{1, 2, 3, 4, 5, 6}})
+	require.ErrorIs(t, err, shim.ErrClosed)
+
+	require.NoError(t, c.Close())
+	_, err = shim.Build(c, scaleGraph(3))
+	require.ErrorIs(t, err, shim.ErrClosed)
+	_, err = c.Compile(nil)
+	require.Error(t, err)
+}
+
+func TestBuildRejectsWhatTheTargetCannotRun(t *testing.T) {
+	c := open(t, "sim")
+	g := dataflow.New()
+	g.Output("y", g.Relu(g.Input("x", dataflow.Shape{1, 20000})))
+	_, err := shim.Build(c, g)
+	require.ErrorIs(t, err, lower.ErrUnsupported)
+	_, err = shim.Build(nil, g)
+	require.ErrorIs(t, err, shim.ErrNoDevice)
+}
+
+// TestConcurrentRuns runs one executable from many goroutines (go test
+// -race checks the locking); the runs are serialized and all agree.
+func TestConcurrentRuns(t *testing.T) {
+	c := open(t, "sim")
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := shim.Build(c, scaleGraph(float64(i%3+1)))
+			if err != nil {
+				errs <- err
+				return
+			}
+			for range 10 {
+				out, err := e.Run([][]float32{{1, 2, 3, 4, 5, 6}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if want := float32(6 * (i%3 + 1)); out[0][5] != want {
+					errs <- fmt.Errorf("goroutine %d: got %g, want %g", i, out[0][5], want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, 3, c.Stats().Compiles)
+	require.Equal(t, 160, c.Stats().Runs)
+}
