@@ -33,6 +33,12 @@ fuzz:
 fmt:
 	gofmt -w .
 
+# The main job: Poisson 128² by CG on the device (the simulator here),
+# refined to float64 accuracy; writes poisson2d.png.
+demo:
+	$(GO) run ./examples/poisson2d -out poisson2d.png
+	$(GO) run ./examples/convdiff -pe 100 -out convdiff.png
+
 # Prints a lowered program: what the engine (or the simulator) compiles.
 mil:
 	$(GO) run ./cmd/anemone mil matmul -m 64 -k 64 -n 64

@@ -20,6 +20,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/anemone-go/anemone/examples/internal/figure"
 	"github.com/anemone-go/anemone/krylov"
 	"github.com/anemone-go/anemone/shim"
 )
@@ -101,13 +102,13 @@ func run(n int, pe float64, restart int, tol float64, devName, out string) error
 	if out == "" {
 		return nil
 	}
-	err = writePNG(out, figure{
-		field:      fmt.Sprintf("−Δu + Pe·(w·grad u) = 1, Pe = %g, %d×%d: GMRES solution", pe, n, n),
-		curve:      fmt.Sprintf("GMRES(%d) on %s, one restart cycle per dispatch", restart, dev.Info().Name),
-		u:          grid{nx: n, ny: n, z: res.X},
-		history:    res.History,
-		tol:        tol,
-		curveLabel: "relative residual",
+	err = figure.WritePNG(out, figure.Figure{
+		Field:      fmt.Sprintf("−Δu + Pe·(w·grad u) = 1, Pe = %g, %d×%d: GMRES solution", pe, n, n),
+		Curve:      fmt.Sprintf("GMRES(%d) on %s, one restart cycle per dispatch", restart, dev.Info().Name),
+		U:          figure.Grid{NX: n, NY: n, Values: res.X},
+		History:    res.History,
+		Tol:        tol,
+		CurveLabel: "relative residual",
 	})
 	if err != nil {
 		return err

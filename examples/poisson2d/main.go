@@ -20,6 +20,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/anemone-go/anemone/examples/internal/figure"
 	"github.com/anemone-go/anemone/krylov"
 	"github.com/anemone-go/anemone/shim"
 )
@@ -92,13 +93,13 @@ func run(n, unroll int, tol float64, devName, out string) error {
 	if out == "" {
 		return nil
 	}
-	err = writePNG(out, figure{
-		field:      fmt.Sprintf("−Δu = f on %d×%d: CG solution", n, n),
-		curve:      fmt.Sprintf("CG on %s, %d iterations per dispatch", dev.Info().Name, res.Iterations/max(res.Dispatches, 1)),
-		u:          grid{nx: n, ny: n, z: res.X},
-		history:    res.History,
-		tol:        tol,
-		curveLabel: "relative residual",
+	err = figure.WritePNG(out, figure.Figure{
+		Field:      fmt.Sprintf("−Δu = f on %d×%d: CG solution", n, n),
+		Curve:      fmt.Sprintf("CG on %s, %d iterations per dispatch", dev.Info().Name, res.Iterations/max(res.Dispatches, 1)),
+		U:          figure.Grid{NX: n, NY: n, Values: res.X},
+		History:    res.History,
+		Tol:        tol,
+		CurveLabel: "relative residual",
 	})
 	if err != nil {
 		return err

@@ -71,6 +71,21 @@ func TestCompileRejects(t *testing.T) {
 		{"conv kernel limit", []port{in("x", 1, 1, 4, 32)},
 			cHalfs("w", []int{1, 1, 1, 14}, make([]float64, 14)) + stmt("z", []int{1, 1, 4, 19}, "conv", "weight = w", "x = x"),
 			[]port{in("z", 1, 1, 4, 19)}, shim.ErrUnsupported, "kernel 1×14 exceeds the target's kernel limit of 13", "conv("},
+		{"conv dilated input weight", []port{in("x", 1, 1, 8, 32), in("w", 1, 1, 3, 3)},
+			cInts("dl", 2, 2) + stmt("z", []int{1, 1, 4, 28}, "conv", "dilations = dl", "weight = w", "x = x"),
+			[]port{in("z", 1, 1, 4, 28)}, shim.ErrUnsupported, "need a const weight", "z = conv("},
+		{"conv same_lower", []port{in("x", 1, 1, 8, 32)},
+			cHalfs("w", []int{1, 1, 1, 3}, []float64{1, 2, 3}) + cStr("pt", "same_lower") +
+				stmt("z", []int{1, 1, 8, 32}, "conv", "pad_type = pt", "weight = w", "x = x"),
+			[]port{in("z", 1, 1, 8, 32)}, shim.ErrUnsupported, "same_lower", "z = conv("},
+		{"conv pad without custom", []port{in("x", 1, 1, 8, 32)},
+			cHalfs("w", []int{1, 1, 1, 3}, []float64{1, 2, 3}) + cInts("pd", 0, 0, 1, 1) +
+				stmt("z", []int{1, 1, 8, 30}, "conv", "pad = pd", "weight = w", "x = x"),
+			[]port{in("z", 1, 1, 8, 30)}, ErrInvalid, "pad_type is not custom", "z = conv("},
+		{"conv groups", []port{in("x", 1, 3, 8, 32)},
+			cHalfs("w", []int{2, 3, 1, 1}, []float64{1, 2, 3, 4, 5, 6}) + cInt("g", 2) +
+				stmt("z", []int{1, 2, 8, 32}, "conv", "groups = g", "weight = w", "x = x"),
+			[]port{in("z", 1, 2, 8, 32)}, ErrInvalid, "groups 2 must divide C_in 3", "z = conv("},
 		{"pad reflect", one, cInts("p", 0, 0) + cStr("m", "reflect") + stmt("z", v, "pad", "mode = m", "pad = p", "x = x"), out,
 			shim.ErrUnsupported, `mode "reflect" is not supported`, "pad("},
 		{"pad bad mode", one, cInts("p", 0, 0) + cStr("m", "wrap") + stmt("z", v, "pad", "mode = m", "pad = p", "x = x"), out,
@@ -139,6 +154,9 @@ func TestCompileRejectsSignature(t *testing.T) {
 			p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "other<ios18>", 1))
 		},
 			ErrInvalid, "exactly one function, main"},
+		{"channel limit", func(p *lower.Program) {
+			*p = *program([]port{in("x", 70000, 32)}, stmt("z", []int{70000, 32}, "relu", "x = x"), []port{in("z", 70000, 32)})
+		}, shim.ErrUnsupported, "exceeds the target's limit of 65536"},
 		{"input device limit", func(p *lower.Program) {
 			*p = *program([]port{in("x", 1, 16416)}, stmt("z", []int{1, 16416}, "relu", "x = x"), []port{in("z", 1, 16416)})
 		}, shim.ErrUnsupported, "exceeds the target's spatial limit of 16384"},

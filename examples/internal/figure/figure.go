@@ -1,4 +1,6 @@
-package main
+// Package figure draws the examples' pictures: a solution heat map beside
+// a convergence curve, written as one PNG with gonum/plot.
+package figure
 
 import (
 	"fmt"
@@ -14,36 +16,36 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// grid is an nx×ny field on the interior points ((i+1)/(nx+1), (j+1)/(ny+1))
+// Grid is an NX×NY field on the interior points ((i+1)/(nx+1), (j+1)/(ny+1))
 // of the unit square, stored with x fastest (index j·nx + i), as a
 // plotter.GridXYZ.
-type grid struct {
-	nx, ny int
-	z      []float64
+type Grid struct {
+	NX, NY int
+	Values []float64 // x fastest
 }
 
-func (g grid) Dims() (c, r int)   { return g.nx, g.ny }
-func (g grid) Z(c, r int) float64 { return g.z[r*g.nx+c] }
-func (g grid) X(c int) float64    { return float64(c+1) / float64(g.nx+1) }
-func (g grid) Y(r int) float64    { return float64(r+1) / float64(g.ny+1) }
+func (g Grid) Dims() (c, r int)   { return g.NX, g.NY }
+func (g Grid) Z(c, r int) float64 { return g.Values[r*g.NX+c] }
+func (g Grid) X(c int) float64    { return float64(c+1) / float64(g.NX+1) }
+func (g Grid) Y(r int) float64    { return float64(r+1) / float64(g.NY+1) }
 
-// figure describes the two panels written by writePNG.
-type figure struct {
-	field      string    // title of the heat map
-	curve      string    // title of the convergence plot
-	u          grid      // the solution
-	history    []float64 // relative residual before the first and after every dispatch
-	tol        float64   // drawn as a dashed line
-	curveLabel string    // legend entry of the convergence curve
+// Figure describes the two panels written by WritePNG.
+type Figure struct {
+	Field      string    // title of the heat map
+	Curve      string    // title of the convergence plot
+	U          Grid      // the solution
+	History    []float64 // relative residual before the first and after every dispatch
+	Tol        float64   // drawn as a dashed line
+	CurveLabel string    // legend entry of the convergence curve
 }
 
-// writePNG draws the solution as a heat map with a colour bar (left) and the
+// WritePNG draws the solution as a heat map with a colour bar (left) and the
 // convergence history as log₁₀ of the relative residual per dispatch
 // (right), and writes them to path as one PNG.
-func writePNG(path string, f figure) error {
+func WritePNG(path string, f Figure) error {
 	const width, height = 30 * vg.Centimeter, 12 * vg.Centimeter
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range f.u.z {
+	for _, v := range f.U.Values {
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
 	if !(hi > lo) {
@@ -54,10 +56,10 @@ func writePNG(path string, f figure) error {
 	cm.SetMax(hi)
 
 	heat := plot.New()
-	heat.Title.Text = f.field
+	heat.Title.Text = f.Field
 	heat.X.Label.Text = "x"
 	heat.Y.Label.Text = "y"
-	hm := plotter.NewHeatMap(f.u, cm.Palette(256))
+	hm := plotter.NewHeatMap(f.U, cm.Palette(256))
 	hm.Min, hm.Max = lo, hi
 	hm.Rasterized = true
 	heat.Add(hm)
@@ -69,12 +71,12 @@ func writePNG(path string, f figure) error {
 	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
 
 	conv := plot.New()
-	conv.Title.Text = f.curve
+	conv.Title.Text = f.Curve
 	conv.X.Label.Text = "dispatch"
 	conv.Y.Label.Text = "log10 of ‖b − A·x‖₂ / ‖b‖₂ (float64, host)"
 	conv.Add(plotter.NewGrid())
-	pts := make(plotter.XYs, len(f.history))
-	for k, r := range f.history {
+	pts := make(plotter.XYs, len(f.History))
+	for k, r := range f.History {
 		pts[k].X = float64(k)
 		pts[k].Y = math.Log10(math.Max(r, 1e-300))
 	}
@@ -86,15 +88,15 @@ func writePNG(path string, f figure) error {
 	points.Color = line.Color
 	points.Shape = draw.CircleGlyph{}
 	conv.Add(line, points)
-	conv.Legend.Add(f.curveLabel, line, points)
-	target := plotter.NewFunction(func(float64) float64 { return math.Log10(f.tol) })
+	conv.Legend.Add(f.CurveLabel, line, points)
+	target := plotter.NewFunction(func(float64) float64 { return math.Log10(f.Tol) })
 	target.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	target.Color = color.RGBA{R: 200, A: 255}
 	conv.Add(target)
-	conv.Legend.Add(fmt.Sprintf("Tol = %.0e", f.tol), target)
+	conv.Legend.Add(fmt.Sprintf("Tol = %.0e", f.Tol), target)
 	conv.Legend.Left = true
 	conv.Legend.XOffs, conv.Legend.YOffs = vg.Centimeter/2, 1.2*vg.Centimeter
-	conv.X.Min, conv.X.Max = 0, math.Max(1, float64(len(f.history)-1))
+	conv.X.Min, conv.X.Max = 0, math.Max(1, float64(len(f.History)-1))
 
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
