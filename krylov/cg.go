@@ -122,6 +122,10 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 			// may also have overflowed; the curvature is the diagnosis.
 			return res, fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", out[4][0], res.Dispatches+1, ErrNotSPD)
 		}
+		if errors.Is(err, shim.ErrRange) {
+			return res, fmt.Errorf("krylov: CG dispatch %d overflowed fp16 even with its correction scaled by %g; the operator's fp16 image may be indefinite or too far from A (κ·2⁻¹¹ ≳ 1)%s: %w",
+				res.Dispatches+1, tau, compensatedHint(compensated), errors.Join(ErrNotConverged, err))
+		}
 		if err != nil {
 			return res, fmt.Errorf("krylov: CG dispatch %d: %w", res.Dispatches+1, err)
 		}
@@ -185,6 +189,10 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 		if math.IsNaN(res.Residual) {
 			return res, fmt.Errorf("krylov: CG residual became NaN in dispatch %d: %w", res.Dispatches, ErrNotConverged)
 		}
+		if res.Residual > divergence*best {
+			return res, fmt.Errorf("krylov: CG diverged: relative residual %.3g after %d dispatches, best %.3g; the operator's fp16 image may be too far from A (κ·2⁻¹¹ ≳ 1)%s: %w",
+				res.Residual, res.Dispatches, best, compensatedHint(compensated), ErrNotConverged)
+		}
 		if res.Residual < best/2 {
 			best, sinceBest = res.Residual, 0
 		} else if sinceBest++; sinceBest >= window {
@@ -204,11 +212,20 @@ const (
 	// stagnationIterations/Unroll) dispatches without halving the residual.
 	stagnationDispatches = 8
 	stagnationIterations = 2048
+	// divergence: a residual this many times the best one seen ends a solve.
+	divergence = 1e4
 	// notSPDSlack: the device's pᵀAp for a unit p and ‖A‖∞ ≤ 1 carries an
 	// fp16 error of a few units of 2⁻¹¹; a value below −2⁻⁶ is a direction
 	// of negative curvature, not rounding.
 	notSPDSlack = 0x1p-6
 )
+
+func compensatedHint(compensated bool) string {
+	if compensated {
+		return ""
+	}
+	return ": try Precision Compensated"
+}
 
 func applyPrecond(dst []float64, m Preconditioner, r []float64) {
 	if m == nil {

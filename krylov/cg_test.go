@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/reference"
 	"github.com/anemone-go/anemone/shim"
 )
@@ -243,4 +244,32 @@ func TestCGReusesProgram(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, 1, dev.(*shim.Cache).Stats().Compiles, "one program per operator and unroll")
+}
+
+// TestCGCompensated: at κ = 1e5, κ·2⁻¹¹ ≈ 50, so the fp16 image of A is
+// too far from A for refinement (FP16 mode diverges and says so), while the
+// compensated application of A converges to Tol.
+func TestCGCompensated(t *testing.T) {
+	n := 64
+	if !testing.Short() {
+		n = 128
+	}
+	rng := rand.New(rand.NewPCG(1e5, 9))
+	a := reference.RandSVD(n, 1e5, 3, true, rng)
+	b := randVec(n, 5)
+	dev := simDevice(t, "sim")
+	op := denseOf(t, a)
+	res, err := CG(op, b, &Settings{Device: dev, Unroll: 64, MaxDispatches: 60})
+	require.ErrorIs(t, err, ErrNotConverged, "FP16 mode cannot converge at κ·u ≈ 50")
+	require.False(t, res.Converged)
+
+	res, err = CG(op, b, &Settings{Device: dev, Unroll: 64, MaxDispatches: 100, Precision: precision.Compensated})
+	require.NoError(t, err)
+	aop, err := reference.DenseOperator(a)
+	require.NoError(t, err)
+	ref, err := reference.CG(aop, b, reference.CGSettings{Tol: 1e-10, MaxIter: 100000})
+	require.NoError(t, err)
+	relres := reference.RelResidual(aop, res.X, b)
+	t.Logf("RandSVD n=%d κ=1e5, Compensated: %d dispatches, %d iterations (float64 CG %d), residual %.2g", n, res.Dispatches, res.Iterations, ref.Iterations, relres)
+	require.LessOrEqual(t, relres, 1e-10)
 }
