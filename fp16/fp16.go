@@ -104,8 +104,12 @@ func Round32(x float32) float32 {
 		// c = 2^(e+13) where 2^e ≤ a: (x + c) − c keeps 11 significant bits.
 		// Veltkamp's splitter does the same without reading the exponent:
 		// t = x·(2¹³+1); hi = t − (t − x) rounds x to 24−13 = 11 bits.
-		t := x * 8193
-		hi := t - (t - x)
+		// The explicit conversions force each product and difference to
+		// round to float32: without them the compiler may fuse the
+		// expression into fused multiply-adds (it does on arm64), and
+		// then hi == x.
+		t := float32(x * 8193)
+		hi := t - float32(t-x)
 		if hi >= -MaxValue && hi <= MaxValue {
 			return hi
 		}

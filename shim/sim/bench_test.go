@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -78,8 +77,6 @@ func BenchmarkSimConv3x3(b *testing.B) {
 	}
 	b.ReportMetric(2*float64(c*c*9*h*h)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
-
-var _ = fmt.Sprint
 
 // BenchmarkKernelDotBlock times the single-threaded kernel on a 128×128
 // block of outputs with K = 512 (no packing, no goroutines).

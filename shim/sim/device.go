@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 
@@ -121,11 +120,6 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 		if len(inputs[i]) != s.Size() {
 			return nil, errAt(zeroPos, shim.ErrShape, "input %q has %d values, its shape %s needs %d", s.Name, len(inputs[i]), shapeString(s.Shape), s.Size())
 		}
-		for j, v := range inputs[i] {
-			if r := r16(v); !isHalfFinite(r) {
-				return nil, errAt(zeroPos, shim.ErrRange, "input %q element %d is %g, beyond fp16's range ±%g", s.Name, j, v, fp16.MaxValue)
-			}
-		}
 	}
 
 	e.dev.runMu.Lock()
@@ -146,9 +140,9 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 	}
 	b := e.scratch
 	for i, s := range specs {
-		buf := b[pl.inputs[i]]
-		s.Pack(buf, inputs[i])
-		roundSlice(buf)
+		if err := packRounded(s, b[pl.inputs[i]], inputs[i]); err != nil {
+			return nil, err
+		}
 	}
 	narrow := e.dev.num == Narrow
 	for _, st := range pl.steps {
@@ -161,7 +155,7 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 		s.Unpack(outs[i], b[pl.outputs[i]])
 		if rangeErr == nil {
 			for j, v := range outs[i] {
-				if math.IsInf(float64(v), 0) || v != v {
+				if !isHalfFinite(v) {
 					rangeErr = errAt(zeroPos, shim.ErrRange, "output %q element %d is %g: fp16 overflow", s.Name, j, v)
 					break
 				}
@@ -169,4 +163,23 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 		}
 	}
 	return outs, rangeErr
+}
+
+// packRounded lays src out as s.Pack does, rounding each value to fp16 on
+// the way; a value that rounds to ±Inf or is NaN is an error naming its
+// logical index.
+func packRounded(s lower.IOSpec, dst, src []float32) error {
+	n, stride := s.RowLen(), s.Stride()
+	for r := range s.Rows() {
+		row := dst[r*stride : (r+1)*stride]
+		for c, v := range src[r*n : (r+1)*n] {
+			h := r16(v)
+			if !isHalfFinite(h) {
+				return errAt(zeroPos, shim.ErrRange, "input %q element %d is %g, beyond fp16's range ±%g", s.Name, r*n+c, v, fp16.MaxValue)
+			}
+			row[c] = h
+		}
+		clear(row[n:])
+	}
+	return nil
 }

@@ -43,12 +43,12 @@
 // gives ±Inf and subnormals are kept. Values are held as float32 slices that
 // carry fp16 values exactly.
 //
-//   - Elementwise add, sub, mul, real_div, sqrt, square: the exact result of
-//     the fp16 operands rounded once to fp16. They are computed in float32 and
-//     then rounded to fp16: float32's 24-bit significand is at least 2·11+2
-//     bits, so this double rounding is innocuous (Figueroa's theorem), and the
-//     result equals the exact value rounded once. maximum, minimum, abs, relu
-//     are exact.
+//   - Elementwise add, sub, mul, real_div, square, sqrt: the exact result of
+//     the fp16 operands rounded once to fp16. They are computed in float32
+//     (sqrt in float64, then float32) and then rounded to fp16: float32's
+//     24-bit significand has at least 2·11+2 bits, so this double rounding is
+//     innocuous (Figueroa's theorem) and the result equals the exact value
+//     rounded once. maximum, minimum, abs and relu are exact.
 //   - pow, exp, log, tanh, sigmoid, gelu: the float64 result of the fp16
 //     operands converted to float32, then rounded to fp16 (a float32 result
 //     rounded to fp16). log(x, epsilon) takes ln(x + ε) with the exact sum.

@@ -35,6 +35,13 @@ import (
 //     handles subnormals; the summation order is the natural one throughout.
 //   - Narrow partial sums: the sum of two fp16 values below 2⁻¹⁴ is a
 //     multiple of 2⁻²⁴ and exact, so only overflow needs a check there.
+//
+// Fused multiply-adds: on targets that have them (arm64) the compiler fuses
+// a product into a following add or subtract unless an explicit float32
+// conversion intervenes. Every split writes float32(p·8193) and
+// float32(t − p) for that reason; the products that remain fusable are
+// products of two fp16 values, which are exact in float32, so fusing them
+// changes nothing.
 
 // operand holds rows of length k with stride ld, and per row the largest
 // magnitude (+Inf if a NaN is present) and the bitmask of small elements.
@@ -144,14 +151,14 @@ func dotExact(a, b []float32, narrow bool) float32 {
 	b = b[:len(a)]
 	var s float32
 	for k, x := range a {
-		p := fp16.Round32(x * b[k])
+		p := r16(x * b[k])
 		if narrow {
-			s = fp16.Round32(s + p)
+			s = r16(s + p)
 		} else {
 			s += p
 		}
 	}
-	return fp16.Round32(s)
+	return r16(s)
 }
 
 // roundProduct rounds a product of two fp16 values whose magnitude is below
@@ -393,7 +400,7 @@ type gemmJob struct {
 // gemmRows is the number of rows of A per task; panels of B are sized so
 // that one panel stays in a core's L2 cache.
 const (
-	gemmRows   = 32
+	gemmRows   = 16
 	panelBytes = 128 << 10
 )
 

@@ -10,7 +10,6 @@ import (
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/lower/mil"
-	"github.com/anemone-go/anemone/shim"
 	"github.com/stretchr/testify/require"
 )
 
@@ -211,5 +210,3 @@ func requireWithin(t *testing.T, got []float32, want, tol []float64, what string
 		require.LessOrEqual(t, math.Abs(g-want[i]), tol[i], "%s[%d]: got %g, want %g ± %g", what, i, g, want[i], tol[i])
 	}
 }
-
-var _ = shim.ErrRange

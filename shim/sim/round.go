@@ -56,10 +56,3 @@ func isHalfFinite(x float32) bool { return x >= -maxHalf && x <= maxHalf }
 
 // round64 rounds a float64 to the nearest fp16, as a float32.
 func round64(x float64) float32 { return float32(fp16.Round64(x)) }
-
-// roundSlice rounds every element of xs to fp16 in place.
-func roundSlice(xs []float32) {
-	for i, x := range xs {
-		xs[i] = r16(x)
-	}
-}
