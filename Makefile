@@ -4,9 +4,14 @@ DARWIN   := GOOS=darwin GOARCH=arm64 CGO_ENABLED=0
 FUZZTIME ?= 30s
 BENCH    ?= .
 
-.PHONY: test vet darwin unit race bench fuzz fmt demo mil
+QEMU     ?= qemu-aarch64-static
+# Packages whose numerics run under arm64 emulation: fp16 rounding and the
+# simulator's kernels must not change when the compiler fuses multiply-adds.
+ARM64PKG := ./fp16 ./dataflow ./lower/... ./shim/... ./precision
 
-test: vet darwin unit race
+.PHONY: test vet darwin unit race arm64 bench fuzz fmt demo mil
+
+test: vet darwin unit race arm64
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
@@ -22,6 +27,16 @@ unit:
 
 race:
 	$(GO) test -short -race -count=1 ./shim/...
+
+# The tests of the numeric core, compiled for arm64 (the ANE's hosts) and
+# run under qemu user emulation: arm64 fuses a·b+c into FMA instructions,
+# which once broke fp16 rounding. Skipped with a notice where qemu is absent
+# (.ci/run installs it).
+arm64:
+	@if command -v $(QEMU) >/dev/null 2>&1; then \
+		echo "GOARCH=arm64 go test -exec $(QEMU) $(ARM64PKG)"; \
+		GOARCH=arm64 $(GO) test -short -count=1 -exec $(QEMU) $(ARM64PKG); \
+	else echo "arm64: $(QEMU) not found, skipping (apt-get install qemu-user-static)"; fi
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
