@@ -75,3 +75,6 @@ func Open(name string) (Device, error) {
 	}
 	return NewCache(d, 0), nil
 }
+
+// Default opens the default device: Open("").
+func Default() (Device, error) { return Open("") }

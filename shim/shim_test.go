@@ -37,13 +37,17 @@ func TestOpen(t *testing.T) {
 	}
 	t.Setenv(shim.EnvDevice, "sim-narrow")
 	require.Equal(t, "sim-narrow", open(t, "").Info().Name)
+	d, err := shim.Default()
+	require.NoError(t, err)
+	require.Equal(t, "sim-narrow", d.Info().Name, "Default is Open(\"\")")
+	d.Close()
 	if runtime.GOOS != "darwin" {
 		t.Setenv(shim.EnvDevice, "")
 		require.Equal(t, "sim", open(t, "").Info().Name, "no ANE: the simulator is the default")
 		_, err := shim.Open("ane")
 		require.ErrorIs(t, err, shim.ErrNoDevice)
 	}
-	_, err := shim.Open("gpu")
+	_, err = shim.Open("gpu")
 	require.ErrorIs(t, err, shim.ErrNoDevice)
 	require.Contains(t, err.Error(), "sim")
 }
