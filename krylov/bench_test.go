@@ -56,7 +56,9 @@ func BenchmarkReferenceCGPoisson128(b *testing.B) { benchReferenceCG(b, 128) }
 func BenchmarkCGBuild128(b *testing.B) {
 	op := poisson(b, 128, 128)
 	sigma := pow2Exp(op.NormInf())
-	apply := func(g *dataflow.Graph, p dataflow.Value) dataflow.Value { return op.DeviceApply(g, p, sigma) }
+	apply := func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
+		return op.DeviceApply(g, p, sigma), dataflow.Value{}
+	}
 	var lowerNS, compileNS float64
 	for b.Loop() {
 		g := cgGraph(128*128, apply, nil, DefaultUnroll, false)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
@@ -92,6 +94,7 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 
 	nu := vectorNorm(n)
 	tau := 1.0 // scale of the device's correction accumulator, adapted to keep it in range
+	kept := &galerkin{max: galerkinVectors}
 	best, sinceBest := res.Residual, 0
 	// CG's residual is not monotone: on ill-conditioned problems it can
 	// plateau for hundreds of iterations before falling again, so the
@@ -117,7 +120,7 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 			tau /= 256 // the correction overflowed fp16: rerun with a smaller scale
 			res.Retries++
 		}
-		if len(out) == 5 && len(out[4]) == 1 && float64(out[4][0]) < -notSPDSlack {
+		if len(out) >= 5 && len(out[4]) == 1 && float64(out[4][0]) < -notSPDSlack {
 			// Negative curvature: with an indefinite operator the correction
 			// may also have overflowed; the curvature is the diagnosis.
 			return res, fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", out[4][0], res.Dispatches+1, ErrNotSPD)
@@ -140,16 +143,12 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 		scale := math.Ldexp(rnorm/(nu*tau), sigma)
 		dmax := 0.0
 		if compensated {
-			// d = Σ_k c_k·p_k, formed exactly in float64 from the directions
-			// and coefficients the device used.
-			dirs, coef := out[0], out[1]
-			for k, c := range coef {
-				ck := scale * float64(c)
-				for i, v := range dirs[k*n : (k+1)*n] {
-					res.X[i] += ck * float64(v)
-				}
-				dmax = math.Max(dmax, math.Abs(float64(c))*vectorNorm(n))
+			// The device returned its directions P and A·P; the host takes the
+			// A-norm-optimal step in the span of these and recent dispatches'.
+			if err := kept.addDispatch(out[0], out[1], out[5], math.Ldexp(1, -sigma), n); err != nil {
+				return res, err
 			}
+			kept.step(res.X, r)
 		} else {
 			d, dLo := out[0], out[1]
 			for i, v := range d {
@@ -172,9 +171,13 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 			return res, fmt.Errorf("krylov: CG direction with pᵀAp = %.3g ≤ 0 after dispatch %d: %w", pw, res.Dispatches, ErrNotSPD)
 		}
 		applyPrecond(z, set.Precond, r)
-		beta := dot(z, w) / pw
-		for i := range p {
-			p[i] = z[i] - beta*pU[i]
+		if compensated {
+			kept.conjugate(p, z) // A-conjugate to every kept direction
+		} else {
+			beta := dot(z, w) / pw
+			for i := range p {
+				p[i] = z[i] - beta*pU[i]
+			}
 		}
 		// Keep the accumulator's peak near 2^10: far from overflow, and its
 		// small late increments far from fp16's subnormals.
@@ -254,7 +257,9 @@ func cgProgram(dev shim.Device, a Operator, m Preconditioner, unroll, sigma int,
 		return exe.(shim.Executable), nil
 	}
 	n := a.Dims()
-	apply := func(g *dataflow.Graph, p dataflow.Value) dataflow.Value { return a.DeviceApply(g, p, sigma) }
+	apply := func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
+		return a.DeviceApply(g, p, sigma), dataflow.Value{}
+	}
 	if compensated {
 		switch op := a.(type) {
 		case *denseOp:
@@ -263,10 +268,13 @@ func cgProgram(dev shim.Device, a Operator, m Preconditioner, unroll, sigma int,
 				return nil, err
 			}
 			nu := vectorNorm(n)
-			apply = func(g *dataflow.Graph, p dataflow.Value) dataflow.Value { return c.apply(g, p, nu) }
+			apply = func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) { return c.apply(g, p, nu) }
 		case *stencilOp:
 			if !op.exactInFP16(sigma) {
 				return nil, fmt.Errorf("krylov: Compensated mode needs stencil coefficients exact in fp16 (scaled by 2^%d): %w", sigma, ErrUnsupported)
+			}
+			apply = func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
+				return op.compensatedApply(g, p, sigma)
 			}
 		default:
 			return nil, fmt.Errorf("krylov: Compensated mode is not available for operator %T: %w", a, ErrUnsupported)
@@ -315,14 +323,14 @@ func twoSum(g *dataflow.Graph, a, b dataflow.Value) (s, e dataflow.Value) {
 // to twice fp16's precision), the last p used,
 // τ (the recursive residual's norm relative to the input's) and the smallest
 // pq met (negative curvature betrays an operator that is not SPD).
-func cgGraph(n int, apply func(*dataflow.Graph, dataflow.Value) dataflow.Value, m Preconditioner, unroll int, directions bool) *dataflow.Graph {
+func cgGraph(n int, apply func(*dataflow.Graph, dataflow.Value) (q, qLo dataflow.Value), m Preconditioner, unroll int, directions bool) *dataflow.Graph {
 	nu := vectorNorm(n)
 	g := dataflow.New()
 	r := g.Input("r", dataflow.Shape{1, n})
 	p := g.Input("p", dataflow.Shape{1, n})
 	tau := g.Input("tau", dataflow.Shape{1, 1})
 	var d, dLo, pqMin dataflow.Value
-	var dirs, coefs []dataflow.Value
+	var dirs, adirs, adirsLo []dataflow.Value
 	entry := func(s dataflow.Value, i, j int) dataflow.Value {
 		return g.Slice(s, []int{i, j}, []int{1, 1})
 	}
@@ -330,7 +338,7 @@ func cgGraph(n int, apply func(*dataflow.Graph, dataflow.Value) dataflow.Value, 
 	// direction) from dividing by zero: the device cannot branch.
 	floor := g.Scalar(0x1p-14)
 	for it := range unroll {
-		q := apply(g, p)
+		q, qLo := apply(g, p)
 		s1 := g.MatMul(g.Concat(0, q, r), p, false, true)
 		pq, rp := entry(s1, 0, 0), entry(s1, 1, 0)
 		if it == 0 {
@@ -341,7 +349,7 @@ func cgGraph(n int, apply func(*dataflow.Graph, dataflow.Value) dataflow.Value, 
 		gamma := g.Div(rp, g.Maximum(pq, floor))
 		coef := g.Mul(tau, gamma)
 		if directions {
-			dirs, coefs = append(dirs, p), append(coefs, coef)
+			dirs, adirs, adirsLo = append(dirs, p), append(adirs, q), append(adirsLo, qLo)
 		}
 		step := g.Mul(coef, p)
 		switch {
@@ -378,7 +386,7 @@ func cgGraph(n int, apply func(*dataflow.Graph, dataflow.Value) dataflow.Value, 
 	}
 	if directions {
 		g.Output("dirs", g.Concat(0, dirs...))
-		g.Output("coef", g.Concat(1, coefs...))
+		g.Output("adirs", g.Concat(0, adirs...))
 	} else {
 		if !dLo.Valid() {
 			dLo = g.Mul(d, g.Scalar(0))
@@ -389,6 +397,9 @@ func cgGraph(n int, apply func(*dataflow.Graph, dataflow.Value) dataflow.Value, 
 	g.Output("p_last", p)
 	g.Output("tau_out", tau)
 	g.Output("pq_min", pqMin)
+	if directions {
+		g.Output("adirs_lo", g.Concat(0, adirsLo...)) // output 5
+	}
 	return g
 }
 
@@ -405,4 +416,116 @@ func maxScale(g *dataflow.Graph, v dataflow.Value) (scaled, peak dataflow.Value)
 // about n/4, stays far below 65504.
 func vectorNorm(n int) float64 {
 	return math.Exp2(math.Floor(math.Log2(math.Sqrt(float64(n)) / 2)))
+}
+
+// galerkin keeps recent search directions P and their images W = A·P in
+// float64 on the host. In Compensated mode every device direction joins
+// it; the iterate takes the A-norm-optimal step in their span,
+// x += P·(PᵀAP)⁺·Pᵀr, and the next direction is made A-conjugate to all of
+// them, p = z − P·(PᵀAP)⁺·Wᵀz. The fp16 iteration then only has to explore:
+// the float64 host restores the conjugacy that fp16 arithmetic loses. The
+// pseudo-inverse drops Gram eigenvalues below galerkinDrop of the largest:
+// directions from fp16 arithmetic can be nearly dependent, and their images
+// carry errors near 1e-9 of ‖A‖‖p‖.
+type galerkin struct {
+	p, w [][]float64
+	max  int
+	vecs *mat.Dense
+	inv  []float64 // 1/λ of PᵀAP, or 0 for dropped eigenvalues
+}
+
+const (
+	// galerkinVectors bounds the directions kept; the oldest leave first.
+	galerkinVectors = 128
+	galerkinDrop    = 1e-10
+)
+
+// addDispatch adds a dispatch's directions P and their images A·P =
+// scale·(Q + Q_lo), all [u, n] row-major, and refactors the Gram matrix.
+func (g *galerkin) addDispatch(dirs, adirs, adirsLo []float32, scale float64, n int) error {
+	for k := range len(dirs) / n {
+		p, w := make([]float64, n), make([]float64, n)
+		for i := range n {
+			p[i] = float64(dirs[k*n+i])
+			w[i] = scale * (float64(adirs[k*n+i]) + float64(adirsLo[k*n+i]))
+		}
+		g.p, g.w = append(g.p, p), append(g.w, w)
+	}
+	if extra := len(g.p) - g.max; extra > 0 {
+		g.p, g.w = g.p[extra:], g.w[extra:]
+	}
+	m := len(g.p)
+	gram := mat.NewSymDense(m, nil)
+	for i := range m {
+		for j := i; j < m; j++ {
+			gram.SetSym(i, j, (dot(g.p[i], g.w[j])+dot(g.p[j], g.w[i]))/2)
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(gram, true) {
+		return fmt.Errorf("krylov: the eigendecomposition of the directions' Gram matrix failed: %w", ErrNotConverged)
+	}
+	vals := eig.Values(nil)
+	g.vecs = mat.NewDense(m, m, nil)
+	eig.VectorsTo(g.vecs)
+	top := 0.0
+	for _, v := range vals {
+		top = math.Max(top, v)
+	}
+	g.inv = make([]float64, m)
+	for i, v := range vals {
+		if v > galerkinDrop*top {
+			g.inv[i] = 1 / v
+		}
+	}
+	return nil
+}
+
+// solve returns (PᵀAP)⁺·rhs.
+func (g *galerkin) solve(rhs []float64) []float64 {
+	m := len(rhs)
+	t := make([]float64, m)
+	for k := range m {
+		s := 0.0
+		for i := range m {
+			s += g.vecs.At(i, k) * rhs[i]
+		}
+		t[k] = s * g.inv[k]
+	}
+	y := make([]float64, m)
+	for i := range m {
+		s := 0.0
+		for k := range m {
+			s += g.vecs.At(i, k) * t[k]
+		}
+		y[i] = s
+	}
+	return y
+}
+
+// step adds P·(PᵀAP)⁺·Pᵀr to x: the A-norm-optimal correction in span(P).
+func (g *galerkin) step(x, r []float64) {
+	rhs := make([]float64, len(g.p))
+	for k, pk := range g.p {
+		rhs[k] = dot(pk, r)
+	}
+	for k, yk := range g.solve(rhs) {
+		for i, v := range g.p[k] {
+			x[i] += yk * v
+		}
+	}
+}
+
+// conjugate sets p = z − P·(PᵀAP)⁺·Wᵀz, A-conjugate to span(P).
+func (g *galerkin) conjugate(p, z []float64) {
+	rhs := make([]float64, len(g.p))
+	for k, wk := range g.w {
+		rhs[k] = dot(wk, z)
+	}
+	copy(p, z)
+	for k, tk := range g.solve(rhs) {
+		for i, v := range g.p[k] {
+			p[i] -= tk * v
+		}
+	}
 }

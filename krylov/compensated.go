@@ -119,8 +119,9 @@ func (c *compensatedDense) shift(s int) int {
 	return max(0, int(math.Ceil(math.Log2(512*float64(c.n*lSpan))))-15)
 }
 
-// apply adds q = 2^σ·A·p to g for p of shape [1, n] with |p| ≤ ν.
-func (c *compensatedDense) apply(g *dataflow.Graph, p dataflow.Value, nu float64) dataflow.Value {
+// apply adds q = 2^σ·A·p to g for p of shape [1, n] with |p| ≤ ν, as
+// fl16(q) and the exact-to-u² remainder qLo = q − fl16(q).
+func (c *compensatedDense) apply(g *dataflow.Graph, p dataflow.Value, nu float64) (q, qLo dataflow.Value) {
 	// Digit vectors P_k of p/ν.
 	levels := make([]dataflow.Value, c.levels)
 	r := g.Mul(p, g.Scalar(1/nu)) // ν is a power of two: exact
@@ -168,7 +169,7 @@ func (c *compensatedDense) apply(g *dataflow.Graph, p dataflow.Value, nu float64
 		acc, e2 = twoSum(g, acc, tLo)
 		accLo = g.Add(accLo, g.Add(e1, e2))
 	}
-	q := g.Add(acc, accLo)
+	q, qLo = twoSum(g, acc, accLo)
 	// Undo the scalings: 2^(e_i − 10 + shift0)·ν per row.
 	name := fmt.Sprintf("Arow%d", c.id)
 	rows, ok := g.Lookup(name)
@@ -179,5 +180,30 @@ func (c *compensatedDense) apply(g *dataflow.Graph, p dataflow.Value, nu float64
 		}
 		rows = g.Const(name, dataflow.Shape{1, c.n}, data)
 	}
-	return g.Mul(q, rows)
+	return g.Mul(q, rows), g.Mul(qLo, rows) // exact power-of-two scalings
+}
+
+// stencilApply adds q = 2^σ·A·p for a stencil whose scaled coefficients are
+// fp16 numbers, with its remainder: every product is exact, the float32 sum
+// of nine of them is rounded once to fp16 as hi, and a second conv over the
+// two channels [p, hi] with weights [c, −δ] gives lo = fl16(Σ − hi) in the
+// same accumulator.
+func (s *stencilOp) compensatedApply(g *dataflow.Graph, x dataflow.Value, scale int) (q, qLo dataflow.Value) {
+	hi := s.DeviceApply(g, x, scale)
+	name := weightName("stencil_lo", s.id, scale)
+	k, ok := g.Lookup(name)
+	if !ok {
+		w := make([]float64, 18)
+		for i := range 3 {
+			for j := range 3 {
+				w[i*3+j] = math.Ldexp(s.c[i][j], scale)
+			}
+		}
+		w[9+4] = -1 // the centre of the second channel
+		k = g.Const(name, dataflow.Shape{1, 2, 3, 3}, w)
+	}
+	grid := dataflow.Shape{1, 1, s.ny, s.nx}
+	two := g.Concat(1, g.Reshape(x, grid), g.Reshape(hi, grid))
+	lo := g.Conv2D(two, k, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}})
+	return hi, g.Reshape(lo, dataflow.Shape{1, s.nx * s.ny})
 }

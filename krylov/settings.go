@@ -16,10 +16,16 @@ import (
 // engine's dispatch floor (about 0.1–0.2 ms) more often. 32 is the shortest
 // that keeps the dispatch count near 20 while staying within 1.5×.
 const (
-	DefaultTol           = 1e-10
-	DefaultUnroll        = 32
-	DefaultRestart       = 30
-	DefaultMaxDispatches = 200
+	DefaultTol    = 1e-10
+	DefaultUnroll = 32
+	// DefaultCompensatedUnroll: in Compensated mode the host keeps the last
+	// 128 directions and restores their conjugacy in float64 after every
+	// dispatch; shorter dispatches hand it the directions sooner. On SPD
+	// RandSVD n = 128, κ = 1e6: Unroll 16 converges in 4944 iterations,
+	// 32 stands at 2e-9 after 6400.
+	DefaultCompensatedUnroll = 16
+	DefaultRestart           = 30
+	DefaultMaxDispatches     = 200
 )
 
 // Settings configure a solve. A nil *Settings means all defaults, and every
@@ -84,6 +90,9 @@ func (s *Settings) withDefaults() Settings {
 	}
 	if out.Unroll == 0 {
 		out.Unroll = DefaultUnroll
+		if out.Precision == precision.Compensated || out.Precision == precision.Float64 {
+			out.Unroll = DefaultCompensatedUnroll
+		}
 	}
 	if out.Restart == 0 {
 		out.Restart = DefaultRestart

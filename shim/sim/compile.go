@@ -26,6 +26,10 @@ type value struct {
 	// isConst: defined by const; its value is one of these, by dtype.
 	isConst bool
 	halfs   []float32 // fp16, already rounded
+
+	// convPrep caches a const conv weight's bounds and rows, by groups, for
+	// the convs that share it.
+	convPrep map[int]*convWeights
 	ints    []int64
 	bools   []bool
 	strs    []string
@@ -49,6 +53,7 @@ type kernel func(b [][]float32, out []float32, narrow bool)
 type step struct {
 	run kernel
 	out int
+	ins []int // the slots it reads
 }
 
 // plan is a compiled program: slot sizes, constant data, I/O slots, steps.
@@ -61,11 +66,12 @@ type plan struct {
 }
 
 type compiler struct {
-	t    lower.Target
-	prog *lower.Program
-	blob *mil.BlobFile
-	vars map[string]*value
-	plan *plan
+	t     lower.Target
+	exact bool // no fast paths: the reference kernels only (tests)
+	prog  *lower.Program
+	blob  *mil.BlobFile
+	vars  map[string]*value
+	plan  *plan
 }
 
 func (c *compiler) newSlot(size int, data []float32) int {
@@ -75,7 +81,7 @@ func (c *compiler) newSlot(size int, data []float32) int {
 }
 
 // compile checks p against target t and builds its plan.
-func compile(t lower.Target, p *lower.Program) (*plan, error) {
+func compile(t lower.Target, p *lower.Program, exact bool) (*plan, error) {
 	if p == nil {
 		return nil, invalidf(mil.Pos{}, "nil program")
 	}
@@ -86,7 +92,7 @@ func compile(t lower.Target, p *lower.Program) (*plan, error) {
 	if err := prog.Check(); err != nil {
 		return nil, &Error{Msg: err.Error(), Err: ErrInvalid, Cause: err}
 	}
-	c := &compiler{t: t, prog: p, vars: map[string]*value{}, plan: &plan{}}
+	c := &compiler{t: t, exact: exact, prog: p, vars: map[string]*value{}, plan: &plan{}}
 	if len(p.Blob) > 0 {
 		bf, err := mil.ReadBlob(p.Blob)
 		if err != nil {
@@ -316,7 +322,7 @@ func (c *compiler) op(op *mil.Op) error {
 		v.slot = b.alias.slot
 	} else {
 		v.slot = c.newSlot(numel(b.shape), nil)
-		c.plan.steps = append(c.plan.steps, step{run: b.run, out: v.slot})
+		c.plan.steps = append(c.plan.steps, step{run: b.run, out: v.slot, ins: a.slots()})
 	}
 	return c.define(op, v)
 }
@@ -465,6 +471,22 @@ type args struct {
 
 func (a *args) errorf(format string, x ...any) error {
 	return invalidf(a.op.Pos, "%s: %s", a.op.Kind, fmt.Sprintf(format, x...))
+}
+
+// slots lists the slots of the op's tensor arguments.
+func (a *args) slots() []int {
+	var s []int
+	for _, v := range a.vals {
+		if v.data {
+			s = append(s, v.slot)
+		}
+	}
+	for _, vs := range a.tuples {
+		for _, v := range vs {
+			s = append(s, v.slot)
+		}
+	}
+	return s
 }
 
 func (a *args) has(name string) bool { return a.vals[name] != nil }

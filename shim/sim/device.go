@@ -39,6 +39,7 @@ type Device struct {
 	num    Numerics
 	target lower.Target
 	runMu  sync.Mutex // one program runs at a time
+	exact  bool       // compile without fast paths (the tests' reference)
 	closed atomic.Bool
 }
 
@@ -74,7 +75,7 @@ func (d *Device) Compile(p *lower.Program) (shim.Executable, error) {
 	if d.closed.Load() {
 		return nil, errAt(zeroPos, shim.ErrClosed, "device is closed")
 	}
-	pl, err := compile(d.target, p)
+	pl, err := compile(d.target, p, d.exact)
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +130,7 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 	}
 	pl := e.plan
 	if e.scratch == nil {
-		e.scratch = make([][]float32, len(pl.sizes))
-		for i, n := range pl.sizes {
-			if pl.consts[i] != nil {
-				e.scratch[i] = pl.consts[i]
-			} else {
-				e.scratch[i] = make([]float32, n)
-			}
-		}
+		e.scratch = pl.buffers()
 	}
 	b := e.scratch
 	for i, s := range specs {

@@ -62,6 +62,24 @@ func b2i(b bool) int {
 // ×, ÷ on fp16 operands is the exact result rounded to 24 bits, and 24 ≥
 // 2·11 + 2, so rounding it again to fp16 gives the exact result rounded once.
 func binaryRow(k ewKind, out, x []float32, xs int, y []float32, ys int) {
+	if len(out) == 0 {
+		return
+	}
+	// The common layouts get loops without index arithmetic.
+	switch {
+	case xs == 1 && ys == 1:
+		if binaryVV(k, out, x[:len(out)], y[:len(out)]) {
+			return
+		}
+	case xs == 1 && ys == 0:
+		if binaryVS(k, out, x[:len(out)], y[0]) {
+			return
+		}
+	case xs == 0 && ys == 1:
+		if binarySV(k, out, x[0], y[:len(out)]) {
+			return
+		}
+	}
 	switch k {
 	case ewAdd:
 		for i := range out {
@@ -102,6 +120,85 @@ func binaryRow(k ewKind, out, x []float32, xs int, y []float32, ys int) {
 			}
 		}
 	}
+}
+
+// binaryVV is binaryRow for two full rows; it reports false for the ops it
+// leaves to the general loop.
+func binaryVV(k ewKind, out, x, y []float32) bool {
+	x, y = x[:len(out)], y[:len(out)]
+	switch k {
+	case ewAdd:
+		for i, v := range x {
+			out[i] = r16(v + y[i])
+		}
+	case ewSub:
+		for i, v := range x {
+			out[i] = r16(v - y[i])
+		}
+	case ewMul:
+		for i, v := range x {
+			out[i] = r16(float32(v * y[i]))
+		}
+	case ewDiv:
+		for i, v := range x {
+			out[i] = r16(v / y[i])
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// binaryVS is binaryRow for a full row x and a scalar y.
+func binaryVS(k ewKind, out, x []float32, y float32) bool {
+	x = x[:len(out)]
+	switch k {
+	case ewAdd:
+		for i, v := range x {
+			out[i] = r16(v + y)
+		}
+	case ewSub:
+		for i, v := range x {
+			out[i] = r16(v - y)
+		}
+	case ewMul:
+		for i, v := range x {
+			out[i] = r16(float32(v * y))
+		}
+	case ewDiv:
+		for i, v := range x {
+			out[i] = r16(v / y)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// binarySV is binaryRow for a scalar x and a full row y.
+func binarySV(k ewKind, out []float32, x float32, y []float32) bool {
+	y = y[:len(out)]
+	switch k {
+	case ewAdd:
+		for i, v := range y {
+			out[i] = r16(x + v)
+		}
+	case ewSub:
+		for i, v := range y {
+			out[i] = r16(x - v)
+		}
+	case ewMul:
+		for i, v := range y {
+			out[i] = r16(float32(x * v))
+		}
+	case ewDiv:
+		for i, v := range y {
+			out[i] = r16(x / v)
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 type unaryKind uint8

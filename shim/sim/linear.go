@@ -39,6 +39,9 @@ func buildMatmul(c *compiler, a *args) (built, error) {
 	}
 	xoffs, yoffs := offsetsOver(batch, xst), offsetsOver(batch, yst)
 	xs, ys := x.slot, y.slot
+	if !c.exact && (m <= mvGroup || n <= mvGroup) {
+		return built{shape: shape, run: smallMatmul(m, n, k, tx, ty, xs, ys, xoffs, yoffs)}, nil
+	}
 	return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
 		X, Y := b[xs], b[ys]
 		// A is m×k and B is n×k, row-major: transpose an operand when its
@@ -76,6 +79,60 @@ func buildMatmul(c *compiler, a *args) (built, error) {
 		}
 		runGemms(jobs, narrow)
 	}}, nil
+}
+
+// smallMatmul is the kernel of a matmul with at most mvGroup rows on one
+// side: a matrix-vector product of the other side's rows with each of them.
+// Its buffers are reused from run to run (runs are serialized).
+func smallMatmul(m, n, k int, tx, ty bool, xs, ys int, xoffs, yoffs []int) kernel {
+	var bufA, bufB []float32
+	var rows mvRows
+	return func(b [][]float32, out []float32, narrow bool) {
+		X, Y := b[xs], b[ys]
+		for bi := range xoffs {
+			// A is m×k and B is n×k, row-major (B holds y transposed); a
+			// transpose with a dimension of 1 is the same data.
+			A := X[xoffs[bi] : xoffs[bi]+m*k]
+			if tx && m > 1 {
+				A = transposeInto(&bufA, A, k, m)
+			}
+			B := Y[yoffs[bi] : yoffs[bi]+k*n]
+			if !ty && n > 1 {
+				B = transposeInto(&bufB, B, k, n)
+			}
+			C := out[bi*m*n : (bi+1)*m*n]
+			if m <= n {
+				rows.setRows(B, n, k, k)
+				for i := range m {
+					a := A[i*k : (i+1)*k]
+					hi, lo := hiLo(a)
+					matvec(&rows, a, hi, lo, C[i*n:], 1, narrow)
+				}
+				continue
+			}
+			rows.setRows(A, m, k, k)
+			for j := range n {
+				v := B[j*k : (j+1)*k]
+				hi, lo := hiLo(v)
+				matvec(&rows, v, hi, lo, C[j:], n, narrow)
+			}
+		}
+	}
+}
+
+// transposeInto writes the cols×rows transpose of the rows×cols matrix src
+// into *buf, grown as needed, and returns it.
+func transposeInto(buf *[]float32, src []float32, rows, cols int) []float32 {
+	if cap(*buf) < rows*cols {
+		*buf = make([]float32, rows*cols)
+	}
+	dst := (*buf)[:rows*cols]
+	for r := range rows {
+		for c, v := range src[r*cols : (r+1)*cols] {
+			dst[c*rows+r] = v
+		}
+	}
+	return dst
 }
 
 // transposed returns the cols×rows transpose of the rows×cols matrix src,
@@ -194,10 +251,24 @@ func buildConv(c *compiler, a *args) (built, error) {
 	if bias != nil {
 		bs = bias.slot
 	}
+	var cw *convWeights
+	if w.isConst && !c.exact {
+		if cw = w.convPrep[g.groups]; cw == nil {
+			cw = prepareConvWeights(&g, w.halfs)
+			if w.convPrep == nil {
+				w.convPrep = map[int]*convWeights{}
+			}
+			w.convPrep[g.groups] = cw
+		}
+	}
+	exact := c.exact
 	return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
 		var bv []float32
 		if bs >= 0 {
 			bv = b[bs]
+		}
+		if !exact && fastConv(&g, b[xs], b[ws], bv, out, cw, narrow) {
+			return
 		}
 		runConv(&g, b[xs], b[ws], bv, out, narrow)
 	}}, nil

@@ -24,23 +24,28 @@ const (
 	fastSpan      = overflowBits - minNormalBits
 )
 
-// r16 rounds x to the nearest fp16 (ties to even), as fp16.Round32 does.
-// The explicit float32 conversions keep the compiler from fusing the split
-// into a multiply-add on targets that have one.
+// r16 rounds x to the nearest fp16 (ties to even), bit for bit as
+// fp16.Round32 does. Below overflowBound it adds and subtracts c =
+// 1.5·2^(E+13), E the larger of x's exponent and −14, as roundSum does
+// (subnormals included, without a branch), and gives a zero result x's
+// sign; from overflowBound on the result is ±Inf, and a NaN becomes the NaN
+// Round32 returns (float32(math.NaN())). The explicit float32 conversion
+// keeps the compiler from fusing an operation into the add on targets that
+// have fused multiply-adds.
 func r16(x float32) float32 {
-	if math.Float32bits(x)&0x7fffffff-minNormalBits < fastSpan {
-		return split(x)
+	b := math.Float32bits(x)
+	if b&0x7fffffff < overflowBits {
+		c := math.Float32frombits(max(b&0x7f800000, minNormalBits) + (13<<23 | 1<<22))
+		return math.Float32frombits(math.Float32bits(float32(x+c)-c) | b&(1<<31))
 	}
-	return r16slow(x)
+	if b&0x7fffffff > 0x7f800000 {
+		return math.Float32frombits(nanBits)
+	}
+	return math.Float32frombits(b&(1<<31) | 0x7f800000)
 }
 
-//go:noinline
-func r16slow(x float32) float32 {
-	if x == 0 {
-		return x
-	}
-	return fp16.Round32(x)
-}
+// nanBits is the float32 NaN fp16.Round32 returns for every NaN.
+const nanBits = 0x7fc00000
 
 // split rounds x to 11 significant bits without a range check: r16 for
 // minNormal ≤ |x| < overflowBound, and exact for x = 0 and for any x with at

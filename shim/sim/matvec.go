@@ -1,0 +1,313 @@
+package sim
+
+import (
+	"math"
+)
+
+// Fast paths for the shapes the solvers run: matrix-vector products (a 1×1
+// conv on a [1, K, 1, 1] input, a matmul with one side of at most four rows)
+// and small-kernel convs (the 3×3 stencil). They compute exactly the model
+// of gemm.go, bit for bit, with the products summed in their natural order;
+// they differ only in how a product is rounded to fp16:
+//
+//   - roundSum rounds every product below overflowBound, subnormal or not,
+//     without a branch, so no mask of small elements is needed.
+//   - When bounds prove every nonzero product normal (the smallest nonzero
+//     magnitudes of the two operands multiply to at least 2⁻¹⁴), the
+//     cheaper split rounds them.
+//   - Per-row maxima prove that no product reaches overflowBound; a row (or a
+//     conv) they do not clear runs the exact path (dotExact, or the generic
+//     kernel). Those bounds also prove both operands finite, and then a zero
+//     weight or a padding position contributes a product of ±0, which adds
+//     nothing to a running sum that is never −0 (it starts at +0, and in
+//     round-to-nearest a sum is −0 only when both addends are): the fast
+//     paths skip them.
+
+// roundSum rounds p, a product of two fp16 values with |p| < overflowBound,
+// to fp16, for a running sum: a zero result may be +0 where r16 gives −0,
+// which a sum cannot tell apart (see above). It adds and subtracts c =
+// 1.5·2^(E+13), E = max(exponent of p, −14): p + c lies in c's binade, whose
+// float32 spacing 2^(E−10) is fp16's spacing at p (2⁻²⁴ for subnormals), so
+// float32's round-to-nearest-even rounds p as fp16 does (c is an even
+// multiple of that spacing, so ties go to the same side), and subtracting c
+// is exact.
+func roundSum(p float32) float32 {
+	c := math.Float32frombits(max(math.Float32bits(p)&0x7f800000, minNormalBits) + (13<<23 | 1<<22))
+	return float32(p+c) - c
+}
+
+// hiLo returns the largest magnitude in xs (+Inf if xs holds a NaN) and the
+// smallest nonzero one (+Inf if there is none).
+func hiLo(xs []float32) (hi, lo float64) {
+	// Two chains each, so that the loop is not bound by their latency; on
+	// the bit patterns, a zero wraps to the top when 1 is subtracted.
+	var m, m1 uint32
+	l, l1 := uint32(math.MaxUint32), uint32(math.MaxUint32)
+	i := 0
+	for ; i+1 < len(xs); i += 2 {
+		a, b := math.Float32bits(xs[i])&0x7fffffff, math.Float32bits(xs[i+1])&0x7fffffff
+		m, m1 = max(m, a), max(m1, b)
+		l, l1 = min(l, a-1), min(l1, b-1)
+	}
+	if i < len(xs) {
+		a := math.Float32bits(xs[i]) & 0x7fffffff
+		m, l = max(m, a), min(l, a-1)
+	}
+	m, l = max(m, m1), min(l, l1)
+	hi = float64(math.Float32frombits(m))
+	if m > 0x7f800000 {
+		hi = math.Inf(1)
+	}
+	lo = math.Inf(1)
+	if l != math.MaxUint32 {
+		lo = float64(math.Float32frombits(l + 1))
+	}
+	return hi, lo
+}
+
+// mvGroup is the number of rows a matrix-vector kernel handles at once.
+const mvGroup = 4
+
+// mvRows are the rows of a matrix-vector product: row i is
+// data[i·ld : i·ld+k], with its largest and smallest nonzero magnitudes.
+// spans, when set (for a const matrix), lists per group of mvGroup rows the
+// column ranges [start, end) outside which every row of the group is zero.
+type mvRows struct {
+	data   []float32
+	n, k   int
+	ld     int
+	hi, lo []float64
+	spans  [][]int32
+}
+
+// setRows points r at n rows and computes their bounds, reusing r's slices.
+func (r *mvRows) setRows(data []float32, n, k, ld int) {
+	r.data, r.n, r.k, r.ld, r.spans = data, n, k, ld, nil
+	if cap(r.hi) < n {
+		r.hi, r.lo = make([]float64, n), make([]float64, n)
+	}
+	r.hi, r.lo = r.hi[:n], r.lo[:n]
+	forRows(n, k, func(i int) { r.hi[i], r.lo[i] = hiLo(data[i*ld : i*ld+k]) })
+}
+
+// spanGap is the shortest run of zero columns worth skipping.
+const spanGap = 16
+
+// constRows prepares the rows of a const matrix once: bounds and the column
+// spans of each group.
+func constRows(data []float32, n, k, ld int) *mvRows {
+	r := &mvRows{}
+	r.setRows(data, n, k, ld)
+	for g0 := 0; g0 < n; g0 += mvGroup {
+		rows := min(mvGroup, n-g0)
+		var spans []int32
+		start, zeros := -1, 0
+		for j := range k {
+			nz := false
+			for i := range rows {
+				if data[(g0+i)*ld+j] != 0 {
+					nz = true
+				}
+			}
+			switch {
+			case nz && start < 0:
+				start = j
+			case nz && zeros >= spanGap:
+				spans = append(spans, int32(start), int32(j-zeros))
+				start = j
+			}
+			if nz {
+				zeros = 0
+			} else {
+				zeros++
+			}
+		}
+		if start >= 0 {
+			spans = append(spans, int32(start), int32(k-zeros))
+		}
+		r.spans = append(r.spans, spans)
+	}
+	return r
+}
+
+// mvGrain is the work (multiply-adds) per parallel task.
+const mvGrain = 1 << 15
+
+// matvec writes out[i·os] = the fp16 dot product of row i of w with x, for
+// every row, exactly as dotExact computes it. xhi and xlo are x's largest
+// and smallest nonzero magnitudes (hiLo).
+func matvec(w *mvRows, x []float32, xhi, xlo float64, out []float32, os int, narrow bool) {
+	x = x[:w.k]
+	groups := (w.n + mvGroup - 1) / mvGroup
+	per := max(1, mvGrain/max(1, mvGroup*w.k))
+	if groups*mvGroup*w.k < 2*mvGrain || groups <= per {
+		for g := range groups {
+			mvGroupRows(w, g, x, xhi, xlo, out, os, narrow)
+		}
+		return
+	}
+	parallel((groups+per-1)/per, func(_, t int) {
+		for g := t * per; g < min(groups, (t+1)*per); g++ {
+			mvGroupRows(w, g, x, xhi, xlo, out, os, narrow)
+		}
+	})
+}
+
+// fullSpan is the span list of a group without known zero columns.
+func fullSpan(buf *[2]int32, k int) []int32 {
+	buf[0], buf[1] = 0, int32(k)
+	return buf[:]
+}
+
+// mvGroupRows computes the outputs of group g of w's rows.
+func mvGroupRows(w *mvRows, g int, x []float32, xhi, xlo float64, out []float32, os int, narrow bool) {
+	i0 := g * mvGroup
+	rows := min(mvGroup, w.n-i0)
+	k, ld := w.k, w.ld
+	ghi, glo := 0.0, math.Inf(1)
+	for i := i0; i < i0+rows; i++ {
+		ghi, glo = max(ghi, w.hi[i]), min(glo, w.lo[i])
+	}
+	row := func(i int) []float32 { return w.data[i*ld : i*ld+k] }
+	if !(ghi*xhi < overflowBound) {
+		// Some product may overflow (or an operand is not finite): the
+		// rows the bound does not clear take the exact path.
+		var buf [2]int32
+		for i := i0; i < i0+rows; i++ {
+			if w.hi[i]*xhi < overflowBound {
+				out[i*os] = dotRow(row(i), x, fullSpan(&buf, k), w.lo[i]*xlo >= minNormal, narrow)
+			} else {
+				out[i*os] = dotExact(row(i), x, narrow)
+			}
+		}
+		return
+	}
+	var spans []int32
+	var buf [2]int32
+	if w.spans != nil {
+		spans = w.spans[g]
+	} else {
+		spans = fullSpan(&buf, k)
+	}
+	split := glo*xlo >= minNormal
+	if rows < mvGroup {
+		for i := i0; i < i0+rows; i++ {
+			out[i*os] = dotRow(row(i), x, spans, split, narrow)
+		}
+		return
+	}
+	w0, w1, w2, w3 := row(i0), row(i0+1), row(i0+2), row(i0+3)
+	var s0, s1, s2, s3 float32
+	for t := 0; t < len(spans); t += 2 {
+		a, b := spans[t], spans[t+1]
+		xs := x[a:b]
+		v0, v1, v2, v3 := w0[a:b], w1[a:b], w2[a:b], w3[a:b]
+		switch {
+		case narrow:
+			s0, s1, s2, s3 = mv4Narrow(v0, v1, v2, v3, xs, s0, s1, s2, s3)
+		case split:
+			s0, s1, s2, s3 = mv4Split(v0, v1, v2, v3, xs, s0, s1, s2, s3)
+		default:
+			s0, s1, s2, s3 = mv4Round(v0, v1, v2, v3, xs, s0, s1, s2, s3)
+		}
+	}
+	if !narrow {
+		s0, s1, s2, s3 = r16(s0), r16(s1), r16(s2), r16(s3)
+	}
+	out[i0*os], out[(i0+1)*os], out[(i0+2)*os], out[(i0+3)*os] = s0, s1, s2, s3
+}
+
+// dotRow is one output of the fast path: no product may reach
+// overflowBound; split says every nonzero product is normal.
+func dotRow(w, x []float32, spans []int32, split, narrow bool) float32 {
+	var s float32
+	for t := 0; t < len(spans); t += 2 {
+		a, b := spans[t], spans[t+1]
+		switch {
+		case narrow:
+			s = mv1Narrow(w[a:b], x[a:b], s)
+		case split:
+			s = mv1Split(w[a:b], x[a:b], s)
+		default:
+			s = mv1Round(w[a:b], x[a:b], s)
+		}
+	}
+	if narrow {
+		return s
+	}
+	return r16(s)
+}
+
+// The kernels continue float32 running sums (fp16 ones under Narrow) over
+// the products of w rows with x. Every explicit float32 conversion is there
+// to keep arm64 from fusing a product into the following add or subtract.
+
+func mv4Round(w0, w1, w2, w3, x []float32, s0, s1, s2, s3 float32) (float32, float32, float32, float32) {
+	n := len(x)
+	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
+	for k, v := range x {
+		s0 += roundSum(float32(w0[k] * v))
+		s1 += roundSum(float32(w1[k] * v))
+		s2 += roundSum(float32(w2[k] * v))
+		s3 += roundSum(float32(w3[k] * v))
+	}
+	return s0, s1, s2, s3
+}
+
+func mv4Split(w0, w1, w2, w3, x []float32, s0, s1, s2, s3 float32) (float32, float32, float32, float32) {
+	n := len(x)
+	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
+	for k, v := range x {
+		p := float32(w0[k] * v)
+		t := float32(p * 8193)
+		s0 += t - float32(t-p)
+		p = float32(w1[k] * v)
+		t = float32(p * 8193)
+		s1 += t - float32(t-p)
+		p = float32(w2[k] * v)
+		t = float32(p * 8193)
+		s2 += t - float32(t-p)
+		p = float32(w3[k] * v)
+		t = float32(p * 8193)
+		s3 += t - float32(t-p)
+	}
+	return s0, s1, s2, s3
+}
+
+func mv4Narrow(w0, w1, w2, w3, x []float32, s0, s1, s2, s3 float32) (float32, float32, float32, float32) {
+	n := len(x)
+	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
+	for k, v := range x {
+		s0 = r16(s0 + roundSum(float32(w0[k]*v)))
+		s1 = r16(s1 + roundSum(float32(w1[k]*v)))
+		s2 = r16(s2 + roundSum(float32(w2[k]*v)))
+		s3 = r16(s3 + roundSum(float32(w3[k]*v)))
+	}
+	return s0, s1, s2, s3
+}
+
+func mv1Round(w, x []float32, s float32) float32 {
+	w = w[:len(x)]
+	for k, v := range x {
+		s += roundSum(float32(w[k] * v))
+	}
+	return s
+}
+
+func mv1Split(w, x []float32, s float32) float32 {
+	w = w[:len(x)]
+	for k, v := range x {
+		p := float32(w[k] * v)
+		t := float32(p * 8193)
+		s += t - float32(t-p)
+	}
+	return s
+}
+
+func mv1Narrow(w, x []float32, s float32) float32 {
+	w = w[:len(x)]
+	for k, v := range x {
+		s = r16(s + roundSum(float32(w[k]*v)))
+	}
+	return s
+}
