@@ -257,27 +257,13 @@ func cgProgram(dev shim.Device, a Operator, m Preconditioner, unroll, sigma int,
 		return exe.(shim.Executable), nil
 	}
 	n := a.Dims()
-	apply := func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
+	var apply applier = func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
 		return a.DeviceApply(g, p, sigma), dataflow.Value{}
 	}
 	if compensated {
-		switch op := a.(type) {
-		case *denseOp:
-			c, err := newCompensatedDense(op, sigma, compensatedLimbs)
-			if err != nil {
-				return nil, err
-			}
-			nu := vectorNorm(n)
-			apply = func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) { return c.apply(g, p, nu) }
-		case *stencilOp:
-			if !op.exactInFP16(sigma) {
-				return nil, fmt.Errorf("krylov: Compensated mode needs stencil coefficients exact in fp16 (scaled by 2^%d): %w", sigma, ErrUnsupported)
-			}
-			apply = func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
-				return op.compensatedApply(g, p, sigma)
-			}
-		default:
-			return nil, fmt.Errorf("krylov: Compensated mode is not available for operator %T: %w", a, ErrUnsupported)
+		var err error
+		if apply, err = compensatedApplier(a, sigma, vectorNorm(n)); err != nil {
+			return nil, err
 		}
 	}
 	g := cgGraph(n, apply, m, unroll, compensated)
@@ -323,7 +309,7 @@ func twoSum(g *dataflow.Graph, a, b dataflow.Value) (s, e dataflow.Value) {
 // to twice fp16's precision), the last p used,
 // τ (the recursive residual's norm relative to the input's) and the smallest
 // pq met (negative curvature betrays an operator that is not SPD).
-func cgGraph(n int, apply func(*dataflow.Graph, dataflow.Value) (q, qLo dataflow.Value), m Preconditioner, unroll int, directions bool) *dataflow.Graph {
+func cgGraph(n int, apply applier, m Preconditioner, unroll int, directions bool) *dataflow.Graph {
 	nu := vectorNorm(n)
 	g := dataflow.New()
 	r := g.Input("r", dataflow.Shape{1, n})

@@ -207,3 +207,28 @@ func (s *stencilOp) compensatedApply(g *dataflow.Graph, x dataflow.Value, scale 
 	lo := g.Conv2D(two, k, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}})
 	return hi, g.Reshape(lo, dataflow.Shape{1, s.nx * s.ny})
 }
+
+// applier adds q = 2^σ·A·p (fp16) and its remainder to a graph.
+type applier func(g *dataflow.Graph, p dataflow.Value) (q, qLo dataflow.Value)
+
+// compensatedApplier returns the compensated application of a for vectors
+// of norm ν: limb digits for a dense matrix, a remainder conv for a stencil
+// whose scaled coefficients are fp16 numbers.
+func compensatedApplier(a Operator, sigma int, nu float64) (applier, error) {
+	switch op := a.(type) {
+	case *denseOp:
+		c, err := newCompensatedDense(op, sigma, compensatedLimbs)
+		if err != nil {
+			return nil, err
+		}
+		return func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) { return c.apply(g, p, nu) }, nil
+	case *stencilOp:
+		if !op.exactInFP16(sigma) {
+			return nil, fmt.Errorf("krylov: Compensated mode needs stencil coefficients exact in fp16 (scaled by 2^%d): %w", sigma, ErrUnsupported)
+		}
+		return func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
+			return op.compensatedApply(g, p, sigma)
+		}, nil
+	}
+	return nil, fmt.Errorf("krylov: Compensated mode is not available for operator %T: %w", a, ErrUnsupported)
+}

@@ -106,8 +106,13 @@ func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 	if err := checkSystem(a, b, st); err != nil {
 		return Result{}, err
 	}
-	if st.Precision != precision.FP16 {
-		return Result{}, fmt.Errorf("krylov: GMRES supports precision mode FP16 only, not %v: %w", st.Precision, ErrUnsupported)
+	compensated := false
+	switch st.Precision {
+	case precision.FP16:
+	case precision.Compensated, precision.Float64:
+		compensated = true
+	default:
+		return Result{}, fmt.Errorf("krylov: GMRES: unknown precision mode %v: %w", st.Precision, ErrInput)
 	}
 	n := a.Dims()
 	res := Result{X: make([]float64, n)}
@@ -128,6 +133,9 @@ func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 	}
 	if st.X0 != nil {
 		copy(res.X, st.X0)
+	}
+	if compensated {
+		return gmresCompensated(a, b, st, dev, res, start)
 	}
 
 	m := min(st.Restart, n)

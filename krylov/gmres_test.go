@@ -296,7 +296,8 @@ func TestGMRESBadInput(t *testing.T) {
 		{"negative Restart", op, gmresOnes(16), &Settings{Restart: -1}, ErrInput},
 		{"negative Tol", op, gmresOnes(16), &Settings{Tol: -1}, ErrInput},
 		{"zero operator", gmresZeroOp{16}, gmresOnes(16), nil, ErrInput},
-		{"compensated", op, gmresOnes(16), &Settings{Precision: precision.Compensated}, ErrUnsupported},
+		{"compensated, stencil not exact in fp16", op, gmresOnes(16), &Settings{Precision: precision.Compensated}, ErrUnsupported},
+		{"unknown precision mode", op, gmresOnes(16), &Settings{Precision: precision.Mode(9)}, ErrInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b0 []float64

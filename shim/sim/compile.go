@@ -30,9 +30,9 @@ type value struct {
 	// convPrep caches a const conv weight's bounds and rows, by groups, for
 	// the convs that share it.
 	convPrep map[int]*convWeights
-	ints    []int64
-	bools   []bool
-	strs    []string
+	ints     []int64
+	bools    []bool
+	strs     []string
 }
 
 func (v *value) describe() string {
@@ -66,12 +66,12 @@ type plan struct {
 }
 
 type compiler struct {
-	t     lower.Target
-	exact bool // no fast paths: the reference kernels only (tests)
-	prog  *lower.Program
-	blob  *mil.BlobFile
-	vars  map[string]*value
-	plan  *plan
+	t         lower.Target
+	reference bool // no fast paths: the generic kernels only (tests)
+	prog      *lower.Program
+	blob      *mil.BlobFile
+	vars      map[string]*value
+	plan      *plan
 }
 
 func (c *compiler) newSlot(size int, data []float32) int {
@@ -81,7 +81,7 @@ func (c *compiler) newSlot(size int, data []float32) int {
 }
 
 // compile checks p against target t and builds its plan.
-func compile(t lower.Target, p *lower.Program, exact bool) (*plan, error) {
+func compile(t lower.Target, p *lower.Program, reference bool) (*plan, error) {
 	if p == nil {
 		return nil, invalidf(mil.Pos{}, "nil program")
 	}
@@ -92,7 +92,7 @@ func compile(t lower.Target, p *lower.Program, exact bool) (*plan, error) {
 	if err := prog.Check(); err != nil {
 		return nil, &Error{Msg: err.Error(), Err: ErrInvalid, Cause: err}
 	}
-	c := &compiler{t: t, exact: exact, prog: p, vars: map[string]*value{}, plan: &plan{}}
+	c := &compiler{t: t, reference: reference, prog: p, vars: map[string]*value{}, plan: &plan{}}
 	if len(p.Blob) > 0 {
 		bf, err := mil.ReadBlob(p.Blob)
 		if err != nil {

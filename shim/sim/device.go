@@ -36,11 +36,11 @@ func init() {
 // Device is the simulator. It is safe for concurrent use; Runs of its
 // executables are serialized, as on the engine.
 type Device struct {
-	num    Numerics
-	target lower.Target
-	runMu  sync.Mutex // one program runs at a time
-	exact  bool       // compile without fast paths (the tests' reference)
-	closed atomic.Bool
+	num       Numerics
+	target    lower.Target
+	runMu     sync.Mutex // one program runs at a time
+	reference bool       // compile without fast paths: the generic kernels only (tests)
+	closed    atomic.Bool
 }
 
 // New returns a simulator device with the given numerics and the
@@ -75,7 +75,7 @@ func (d *Device) Compile(p *lower.Program) (shim.Executable, error) {
 	if d.closed.Load() {
 		return nil, errAt(zeroPos, shim.ErrClosed, "device is closed")
 	}
-	pl, err := compile(d.target, p, d.exact)
+	pl, err := compile(d.target, p, d.reference)
 	if err != nil {
 		return nil, err
 	}

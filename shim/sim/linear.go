@@ -39,7 +39,7 @@ func buildMatmul(c *compiler, a *args) (built, error) {
 	}
 	xoffs, yoffs := offsetsOver(batch, xst), offsetsOver(batch, yst)
 	xs, ys := x.slot, y.slot
-	if !c.exact && (m <= mvGroup || n <= mvGroup) {
+	if !c.reference && (m <= mvGroup || n <= mvGroup) {
 		return built{shape: shape, run: smallMatmul(m, n, k, tx, ty, xs, ys, xoffs, yoffs)}, nil
 	}
 	return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
@@ -101,20 +101,18 @@ func smallMatmul(m, n, k int, tx, ty bool, xs, ys int, xoffs, yoffs []int) kerne
 				B = transposeInto(&bufB, B, k, n)
 			}
 			C := out[bi*m*n : (bi+1)*m*n]
+			// Both sides vary from run to run: the checked kernels bound
+			// the products as they go.
 			if m <= n {
-				rows.setRows(B, n, k, k)
+				rows.useRows(B, n, k, k)
 				for i := range m {
-					a := A[i*k : (i+1)*k]
-					hi, lo := hiLo(a)
-					matvec(&rows, a, hi, lo, C[i*n:], 1, narrow)
+					matvec(&rows, A[i*k:(i+1)*k], 0, 0, C[i*n:], 1, narrow)
 				}
 				continue
 			}
-			rows.setRows(A, m, k, k)
+			rows.useRows(A, m, k, k)
 			for j := range n {
-				v := B[j*k : (j+1)*k]
-				hi, lo := hiLo(v)
-				matvec(&rows, v, hi, lo, C[j:], n, narrow)
+				matvec(&rows, B[j*k:(j+1)*k], 0, 0, C[j:], n, narrow)
 			}
 		}
 	}
@@ -252,7 +250,7 @@ func buildConv(c *compiler, a *args) (built, error) {
 		bs = bias.slot
 	}
 	var cw *convWeights
-	if w.isConst && !c.exact {
+	if w.isConst && !c.reference {
 		if cw = w.convPrep[g.groups]; cw == nil {
 			cw = prepareConvWeights(&g, w.halfs)
 			if w.convPrep == nil {
@@ -261,13 +259,13 @@ func buildConv(c *compiler, a *args) (built, error) {
 			w.convPrep[g.groups] = cw
 		}
 	}
-	exact := c.exact
+	reference := c.reference
 	return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
 		var bv []float32
 		if bs >= 0 {
 			bv = b[bs]
 		}
-		if !exact && fastConv(&g, b[xs], b[ws], bv, out, cw, narrow) {
+		if !reference && fastConv(&g, b[xs], b[ws], bv, out, cw, narrow) {
 			return
 		}
 		runConv(&g, b[xs], b[ws], bv, out, narrow)

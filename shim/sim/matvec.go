@@ -72,6 +72,9 @@ const mvGroup = 4
 // data[i·ld : i·ld+k], with its largest and smallest nonzero magnitudes.
 // spans, when set (for a const matrix), lists per group of mvGroup rows the
 // column ranges [start, end) outside which every row of the group is zero.
+// Rows without bounds (hi == nil, set by useRows) run checked kernels, which
+// track the largest product exponent and recompute a group exactly when a
+// product may have reached overflowBound or is not finite.
 type mvRows struct {
 	data   []float32
 	n, k   int
@@ -88,6 +91,13 @@ func (r *mvRows) setRows(data []float32, n, k, ld int) {
 	}
 	r.hi, r.lo = r.hi[:n], r.lo[:n]
 	forRows(n, k, func(i int) { r.hi[i], r.lo[i] = hiLo(data[i*ld : i*ld+k]) })
+}
+
+// useRows points r at n rows without computing bounds: matvec runs the
+// checked kernels on them.
+func (r *mvRows) useRows(data []float32, n, k, ld int) {
+	r.data, r.n, r.k, r.ld, r.spans = data, n, k, ld, nil
+	r.hi, r.lo = nil, nil
 }
 
 // spanGap is the shortest run of zero columns worth skipping.
@@ -165,10 +175,14 @@ func mvGroupRows(w *mvRows, g int, x []float32, xhi, xlo float64, out []float32,
 	rows := min(mvGroup, w.n-i0)
 	k, ld := w.k, w.ld
 	ghi, glo := 0.0, math.Inf(1)
-	for i := i0; i < i0+rows; i++ {
+	for i := i0; i < i0+rows && w.hi != nil; i++ {
 		ghi, glo = max(ghi, w.hi[i]), min(glo, w.lo[i])
 	}
 	row := func(i int) []float32 { return w.data[i*ld : i*ld+k] }
+	if w.hi == nil {
+		mvGroupChecked(w, i0, rows, x, out, os, narrow)
+		return
+	}
 	if !(ghi*xhi < overflowBound) {
 		// Some product may overflow (or an operand is not finite): the
 		// rows the bound does not clear take the exact path.
@@ -215,6 +229,49 @@ func mvGroupRows(w *mvRows, g int, x []float32, xhi, xlo float64, out []float32,
 		s0, s1, s2, s3 = r16(s0), r16(s1), r16(s2), r16(s3)
 	}
 	out[i0*os], out[(i0+1)*os], out[(i0+2)*os], out[(i0+3)*os] = s0, s1, s2, s3
+}
+
+// checkedExp is the float32 exponent field of 2¹⁵: a product whose field
+// is below it has magnitude below 32768, short of overflowBound.
+const checkedExp = 0x47000000
+
+// mvGroupChecked computes rows i0 … i0+rows−1 with the checked kernels.
+func mvGroupChecked(w *mvRows, i0, rows int, x []float32, out []float32, os int, narrow bool) {
+	k, ld := w.k, w.ld
+	row := func(i int) []float32 { return w.data[i*ld : i*ld+k] }
+	if rows == mvGroup {
+		w0, w1, w2, w3 := row(i0), row(i0+1), row(i0+2), row(i0+3)
+		var s0, s1, s2, s3 float32
+		var mx uint32
+		if narrow {
+			s0, s1, s2, s3, mx = mv4NarrowChecked(w0, w1, w2, w3, x)
+		} else {
+			s0, s1, s2, s3, mx = mv4RoundChecked(w0, w1, w2, w3, x)
+			s0, s1, s2, s3 = r16(s0), r16(s1), r16(s2), r16(s3)
+		}
+		if mx < checkedExp {
+			out[i0*os], out[(i0+1)*os], out[(i0+2)*os], out[(i0+3)*os] = s0, s1, s2, s3
+			return
+		}
+		for i := i0; i < i0+rows; i++ {
+			out[i*os] = dotExact(row(i), x, narrow)
+		}
+		return
+	}
+	for i := i0; i < i0+rows; i++ {
+		var s float32
+		var mx uint32
+		if narrow {
+			s, mx = mv1NarrowChecked(row(i), x)
+		} else {
+			s, mx = mv1RoundChecked(row(i), x)
+			s = r16(s)
+		}
+		if mx >= checkedExp {
+			s = dotExact(row(i), x, narrow)
+		}
+		out[i*os] = s
+	}
 }
 
 // dotRow is one output of the fast path: no product may reach
@@ -310,4 +367,65 @@ func mv1Narrow(w, x []float32, s float32) float32 {
 		s = r16(s + roundSum(float32(w[k]*v)))
 	}
 	return s
+}
+
+// The checked kernels also return the largest exponent field of their
+// products (see mvGroupChecked); roundSum is written out so that the field
+// is extracted once.
+
+func mv4RoundChecked(w0, w1, w2, w3, x []float32) (s0, s1, s2, s3 float32, mx uint32) {
+	n := len(x)
+	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
+	for k, v := range x {
+		p0, p1, p2, p3 := float32(w0[k]*v), float32(w1[k]*v), float32(w2[k]*v), float32(w3[k]*v)
+		e0, e1 := math.Float32bits(p0)&0x7f800000, math.Float32bits(p1)&0x7f800000
+		e2, e3 := math.Float32bits(p2)&0x7f800000, math.Float32bits(p3)&0x7f800000
+		mx = max(mx, e0, e1, e2, e3)
+		c0 := math.Float32frombits(max(e0, minNormalBits) + (13<<23 | 1<<22))
+		c1 := math.Float32frombits(max(e1, minNormalBits) + (13<<23 | 1<<22))
+		c2 := math.Float32frombits(max(e2, minNormalBits) + (13<<23 | 1<<22))
+		c3 := math.Float32frombits(max(e3, minNormalBits) + (13<<23 | 1<<22))
+		s0 += float32(p0+c0) - c0
+		s1 += float32(p1+c1) - c1
+		s2 += float32(p2+c2) - c2
+		s3 += float32(p3+c3) - c3
+	}
+	return s0, s1, s2, s3, mx
+}
+
+func mv4NarrowChecked(w0, w1, w2, w3, x []float32) (s0, s1, s2, s3 float32, mx uint32) {
+	n := len(x)
+	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
+	for k, v := range x {
+		p0, p1, p2, p3 := float32(w0[k]*v), float32(w1[k]*v), float32(w2[k]*v), float32(w3[k]*v)
+		mx = max(mx, math.Float32bits(p0)&0x7f800000, math.Float32bits(p1)&0x7f800000,
+			math.Float32bits(p2)&0x7f800000, math.Float32bits(p3)&0x7f800000)
+		s0 = r16(s0 + roundSum(p0))
+		s1 = r16(s1 + roundSum(p1))
+		s2 = r16(s2 + roundSum(p2))
+		s3 = r16(s3 + roundSum(p3))
+	}
+	return s0, s1, s2, s3, mx
+}
+
+func mv1RoundChecked(w, x []float32) (s float32, mx uint32) {
+	w = w[:len(x)]
+	for k, v := range x {
+		p := float32(w[k] * v)
+		e := math.Float32bits(p) & 0x7f800000
+		mx = max(mx, e)
+		c := math.Float32frombits(max(e, minNormalBits) + (13<<23 | 1<<22))
+		s += float32(p+c) - c
+	}
+	return s, mx
+}
+
+func mv1NarrowChecked(w, x []float32) (s float32, mx uint32) {
+	w = w[:len(x)]
+	for k, v := range x {
+		p := float32(w[k] * v)
+		mx = max(mx, math.Float32bits(p)&0x7f800000)
+		s = r16(s + roundSum(p))
+	}
+	return s, mx
 }
