@@ -122,26 +122,54 @@ func binaryRow(k ewKind, out, x []float32, xs int, y []float32, ys int) {
 	}
 }
 
-// binaryVV is binaryRow for two full rows; it reports false for the ops it
-// leaves to the general loop.
+// binaryVV, binaryVS and binarySV are binaryRow for two full rows, a full
+// row and a scalar, and a scalar and a full row; they report false for the
+// ops they leave to the general loop. Their rounding takes the split (see
+// split) for results in fp16's normal range, behind a branch that is well
+// predicted when most results are normal, and r16 for the others: it is
+// r16 written out, because the two together are too large to inline.
 func binaryVV(k ewKind, out, x, y []float32) bool {
 	x, y = x[:len(out)], y[:len(out)]
 	switch k {
 	case ewAdd:
 		for i, v := range x {
-			out[i] = r16(v + y[i])
+			d := v + y[i]
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewSub:
 		for i, v := range x {
-			out[i] = r16(v - y[i])
+			d := v - y[i]
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewMul:
 		for i, v := range x {
-			out[i] = r16(float32(v * y[i]))
+			d := float32(v * y[i])
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewDiv:
 		for i, v := range x {
-			out[i] = r16(v / y[i])
+			d := v / y[i]
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	default:
 		return false
@@ -149,25 +177,48 @@ func binaryVV(k ewKind, out, x, y []float32) bool {
 	return true
 }
 
-// binaryVS is binaryRow for a full row x and a scalar y.
 func binaryVS(k ewKind, out, x []float32, y float32) bool {
 	x = x[:len(out)]
 	switch k {
 	case ewAdd:
 		for i, v := range x {
-			out[i] = r16(v + y)
+			d := v + y
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewSub:
 		for i, v := range x {
-			out[i] = r16(v - y)
+			d := v - y
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewMul:
 		for i, v := range x {
-			out[i] = r16(float32(v * y))
+			d := float32(v * y)
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewDiv:
 		for i, v := range x {
-			out[i] = r16(v / y)
+			d := v / y
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	default:
 		return false
@@ -175,25 +226,48 @@ func binaryVS(k ewKind, out, x []float32, y float32) bool {
 	return true
 }
 
-// binarySV is binaryRow for a scalar x and a full row y.
 func binarySV(k ewKind, out []float32, x float32, y []float32) bool {
 	y = y[:len(out)]
 	switch k {
 	case ewAdd:
 		for i, v := range y {
-			out[i] = r16(x + v)
+			d := x + v
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewSub:
 		for i, v := range y {
-			out[i] = r16(x - v)
+			d := x - v
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewMul:
 		for i, v := range y {
-			out[i] = r16(float32(x * v))
+			d := float32(x * v)
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	case ewDiv:
 		for i, v := range y {
-			out[i] = r16(x / v)
+			d := x / v
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+				t := float32(d * 8193)
+				out[i] = t - float32(t-d)
+			} else {
+				out[i] = r16(d)
+			}
 		}
 	default:
 		return false
