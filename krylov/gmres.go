@@ -97,9 +97,17 @@ const (
 // by 2 (Stats.Retries).
 //
 // Errors: ErrShape and ErrInput for bad input (lengths, NaN or Inf in b or
-// X0, negative settings, a zero or non-finite ‖A‖∞); ErrUnsupported for a
-// Precision other than FP16 or a problem past the device's limits (wrapping
-// the lowering error too); ErrNotConverged as above.
+// X0, negative settings, a zero or non-finite ‖A‖∞, an unknown Precision);
+// ErrUnsupported for a problem past the device's limits (wrapping the
+// lowering error too) or an operator without a compensated form;
+// ErrNotConverged as above.
+//
+// With Precision Compensated (or Float64) the cycles change character: see
+// gcr.go. The device applies A from limb digits and returns its Arnoldi
+// basis with the images A·V; the host keeps the last 256 directions and
+// minimizes the residual over all of them in float64. With m = n this is
+// full GMRES with float64 minimization, and it converges where κ(A)·2⁻¹¹ ≥ 1
+// stops the FP16 cycles.
 func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 	start := time.Now()
 	st := s.withDefaults()
