@@ -31,6 +31,15 @@ import (
 // Clark et al. 2010). This keeps the iteration count close to float64 CG's,
 // where restarting at every dispatch costs two to three times as many.
 //
+// With Precision Compensated (or Float64) a dense A, or a stencil whose
+// scaled coefficients are fp16 numbers, is applied from limb digits
+// (compensated.go), the device returns every search direction with its
+// image A·p, and the host keeps the last 128 directions and takes the
+// A-norm-optimal step over all of them in float64 (galerkin). The default
+// Unroll is then 16. This reaches Tol where κ(A)·2⁻¹¹ ≳ 1 stops FP16 mode;
+// at κ = 1e6 it needs about twice float64 CG's iterations, so set
+// MaxDispatches accordingly.
+//
 // The solve stops when the host's relative residual reaches Settings.Tol
 // (Converged), or with ErrNotConverged when MaxDispatches is spent or the
 // residual stagnates. A search direction with pᵀAp ≤ 0 is reported as
