@@ -133,18 +133,26 @@ func benchRun(b *testing.B, p *lower.Program, inputs [][]float32, work float64, 
 // matvecProgram is A·x as the lowering emits it: x [1, K, 1, 1], a const
 // weight [N, K, 1, 1]. Entries of A are N(0, 1/K) and those of x N(0, 1),
 // so that a quarter of the products are subnormal, as in the dense CG runs.
-// eye appends a −I block of N columns (the compensated operator).
-func matvecProgram(n, k int, eye bool) (*lower.Program, [][]float32) {
+// compensated makes the operator krylov's compensated one instead: integer
+// digits, |A| ≤ 16 and |x| ≤ 32, and a −I block of N more columns.
+func matvecProgram(n, k int, compensated bool) (*lower.Program, [][]float32) {
 	rng := newRNG(31)
 	kw := k
-	if eye {
+	if compensated {
 		kw += n
 	}
 	w := halfs(rng, n*kw, 1/math.Sqrt(float64(k)))
-	if eye {
+	x := halfs(rng, kw, 1)
+	if compensated {
 		for r := range n {
+			for c := range k {
+				w[r*kw+c] = float32(rng.IntN(33) - 16)
+			}
 			clear(w[r*kw+k : (r+1)*kw])
 			w[r*kw+k+r] = -1
+		}
+		for i := range x {
+			x[i] = float32(rng.IntN(65) - 32)
 		}
 	}
 	bw := mil.NewBlobWriter()
@@ -155,7 +163,7 @@ func matvecProgram(n, k int, eye bool) (*lower.Program, [][]float32) {
 		cInts("y_shape", 1, n) + stmt("y", []int{1, n}, "reshape", "shape = y_shape", "x = y4")
 	p := program([]port{in("x", 1, kw)}, body, []port{in("y", 1, n)})
 	p.Blob = bw.Bytes()
-	return p, [][]float32{halfs(rng, kw, 1)}
+	return p, [][]float32{x}
 }
 
 func BenchmarkMatvec512(b *testing.B) {

@@ -26,13 +26,13 @@ type value struct {
 	// isConst: defined by const; its value is one of these, by dtype.
 	isConst bool
 	halfs   []float32 // fp16, already rounded
+	ints    []int64
+	bools   []bool
+	strs    []string
 
 	// convPrep caches a const conv weight's bounds and rows, by groups, for
 	// the convs that share it.
 	convPrep map[int]*convWeights
-	ints     []int64
-	bools    []bool
-	strs     []string
 }
 
 func (v *value) describe() string {

@@ -128,13 +128,14 @@ func fastConv(g *convGeom, x, w, bias, out []float32, cw *convWeights, narrow bo
 		for img := range g.n {
 			for grp := range g.groups {
 				xv := xin[img*g.ci+grp*cig : img*g.ci+(grp+1)*cig]
-				xhi, xlo := hiLo(xv)
+				var xhi, xlo float64
 				var rows *mvRows
 				if cw != nil {
 					rows = cw.rows[grp]
-				} else {
+					xhi, xlo = hiLo(xv)
+				} else { // a weight that varies: the checked kernels
 					rows = &mvRows{}
-					rows.setRows(w[grp*cog*cig:], cog, cig, cig)
+					rows.useRows(w[grp*cog*cig:], cog, cig, cig)
 				}
 				dst := out[img*g.co+grp*cog : img*g.co+(grp+1)*cog]
 				matvec(rows, xv, xhi, xlo, dst, 1, narrow)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -166,14 +167,32 @@ func packRounded(s lower.IOSpec, dst, src []float32) error {
 	n, stride := s.RowLen(), s.Stride()
 	for r := range s.Rows() {
 		row := dst[r*stride : (r+1)*stride]
-		for c, v := range src[r*n : (r+1)*n] {
-			h := r16(v)
-			if !isHalfFinite(h) {
-				return errAt(zeroPos, shim.ErrRange, "input %q element %d is %g, beyond fp16's range ±%g", s.Name, r*n+c, v, fp16.MaxValue)
-			}
-			row[c] = h
+		if c := roundRow(row[:n], src[r*n:(r+1)*n]); c >= 0 {
+			v := src[r*n+c]
+			return errAt(zeroPos, shim.ErrRange, "input %q element %d is %g, beyond fp16's range ±%g", s.Name, r*n+c, v, fp16.MaxValue)
 		}
 		clear(row[n:])
 	}
 	return nil
+}
+
+// roundRow writes r16(src[i]) to dst[i] and returns the index of the first
+// value that rounds to ±Inf or is NaN, −1 if none does.
+func roundRow(dst, src []float32) int {
+	src = src[:len(dst)]
+	bad := -1
+	for i, v := range src {
+		var h float32
+		if math.Float32bits(v)&0x7fffffff-minNormalBits < fastSpan || v == 0 { // r16, written out
+			t := float32(v * 8193)
+			h = t - float32(t-v)
+		} else {
+			h = r16(v)
+			if !isHalfFinite(h) && bad < 0 {
+				bad = i
+			}
+		}
+		dst[i] = h
+	}
+	return bad
 }

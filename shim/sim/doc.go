@@ -83,4 +83,27 @@
 // overflow is detected, never silent. Runs on one device are serialized, as
 // on the engine; Compile and Run are safe for concurrent use. matmul and conv
 // spread their work over runtime.GOMAXPROCS goroutines.
+//
+// # Speed
+//
+// The shapes the solvers run (package krylov) take fast paths that compute
+// the model above bit for bit, products summed in their natural order
+// (tests compare them with the generic kernels on data with subnormal and
+// overflowing products, ±Inf and NaN):
+//
+//   - a 1×1 conv on a [N, C, 1, 1] input and a matmul with at most four rows
+//     on one side run as matrix-vector products, four rows at a time; a
+//     conv whose kernel has at most 32 taps runs directly, a tap at a time
+//     over a row of outputs. Their products are rounded without a branch,
+//     subnormals included, or by Veltkamp's split when bounds prove every
+//     nonzero product normal, or not at all when the operands' magnitudes
+//     and grids prove every product an fp16 value (the compensated
+//     operators' integer digits); per-row maxima, or the largest product
+//     exponent tracked on the way, send whatever may overflow to the exact
+//     path; zero weights and padding are skipped where that is exact.
+//   - A const weight is prepared once, at Compile: its bounds and, for a
+//     matrix, the runs of zero columns to skip.
+//   - Slot buffers are allocated on the first Run and reused; slots whose
+//     lifetimes do not overlap share memory, so that a program of many
+//     ops on long vectors keeps its working set in the caches.
 package sim

@@ -125,16 +125,17 @@ func binaryRow(k ewKind, out, x []float32, xs int, y []float32, ys int) {
 // binaryVV, binaryVS and binarySV are binaryRow for two full rows, a full
 // row and a scalar, and a scalar and a full row; they report false for the
 // ops they leave to the general loop. Their rounding takes the split (see
-// split) for results in fp16's normal range, behind a branch that is well
-// predicted when most results are normal, and r16 for the others: it is
-// r16 written out, because the two together are too large to inline.
+// split) for results that are zero or in fp16's normal range, behind a
+// branch that is well predicted when most results are, and r16 for the
+// others: it is r16 written out, because the two together are too large to
+// inline.
 func binaryVV(k ewKind, out, x, y []float32) bool {
 	x, y = x[:len(out)], y[:len(out)]
 	switch k {
 	case ewAdd:
 		for i, v := range x {
 			d := v + y[i]
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -144,7 +145,7 @@ func binaryVV(k ewKind, out, x, y []float32) bool {
 	case ewSub:
 		for i, v := range x {
 			d := v - y[i]
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -154,7 +155,7 @@ func binaryVV(k ewKind, out, x, y []float32) bool {
 	case ewMul:
 		for i, v := range x {
 			d := float32(v * y[i])
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -164,7 +165,7 @@ func binaryVV(k ewKind, out, x, y []float32) bool {
 	case ewDiv:
 		for i, v := range x {
 			d := v / y[i]
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -183,7 +184,7 @@ func binaryVS(k ewKind, out, x []float32, y float32) bool {
 	case ewAdd:
 		for i, v := range x {
 			d := v + y
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -193,7 +194,7 @@ func binaryVS(k ewKind, out, x []float32, y float32) bool {
 	case ewSub:
 		for i, v := range x {
 			d := v - y
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -203,7 +204,7 @@ func binaryVS(k ewKind, out, x []float32, y float32) bool {
 	case ewMul:
 		for i, v := range x {
 			d := float32(v * y)
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -213,7 +214,7 @@ func binaryVS(k ewKind, out, x []float32, y float32) bool {
 	case ewDiv:
 		for i, v := range x {
 			d := v / y
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -232,7 +233,7 @@ func binarySV(k ewKind, out []float32, x float32, y []float32) bool {
 	case ewAdd:
 		for i, v := range y {
 			d := x + v
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -242,7 +243,7 @@ func binarySV(k ewKind, out []float32, x float32, y []float32) bool {
 	case ewSub:
 		for i, v := range y {
 			d := x - v
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -252,7 +253,7 @@ func binarySV(k ewKind, out []float32, x float32, y []float32) bool {
 	case ewMul:
 		for i, v := range y {
 			d := float32(x * v)
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {
@@ -262,7 +263,7 @@ func binarySV(k ewKind, out []float32, x float32, y []float32) bool {
 	case ewDiv:
 		for i, v := range y {
 			d := x / v
-			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan {
+			if math.Float32bits(d)&0x7fffffff-minNormalBits < fastSpan || d == 0 {
 				t := float32(d * 8193)
 				out[i] = t - float32(t-d)
 			} else {

@@ -101,6 +101,12 @@ func smallMatmul(m, n, k int, tx, ty bool, xs, ys int, xoffs, yoffs []int) kerne
 				B = transposeInto(&bufB, B, k, n)
 			}
 			C := out[bi*m*n : (bi+1)*m*n]
+			if m == 2 && n == 2 && !narrow {
+				var c [4]float32
+				dot2x2Checked(A[:k], A[k:2*k], B[:k], B[k:2*k], &c)
+				copy(C, c[:])
+				continue
+			}
 			// Both sides vary from run to run: the checked kernels bound
 			// the products as they go.
 			if m <= n {

@@ -34,8 +34,18 @@ func reduceSpec(k redKind) opSpec {
 			outer, inner, shape := splitAxes(x.shape, axes, keep)
 			count := len(inner)
 			xs := x.slot
+			contiguous := !c.reference // the reduced elements of an output are consecutive
+			for i, off := range inner {
+				contiguous = contiguous && off == i
+			}
 			return built{shape: shape, run: func(b [][]float32, out []float32, _ bool) {
 				X := b[xs]
+				if contiguous {
+					for o, base := range outer {
+						out[o] = reduceRow(k, X[base:base+count])
+					}
+					return
+				}
 				for o, base := range outer {
 					switch k {
 					case redSum, redMean:
@@ -63,6 +73,30 @@ func reduceSpec(k redKind) opSpec {
 				}
 			}}, nil
 		},
+	}
+}
+
+// reduceRow is the reduction of consecutive elements, as the general loop
+// computes it.
+func reduceRow(k redKind, row []float32) float32 {
+	switch k {
+	case redMax:
+		m := row[0]
+		for _, v := range row[1:] {
+			if v > m || v != v {
+				m = v
+			}
+		}
+		return m
+	default:
+		var s float32
+		for _, v := range row {
+			s = r16(s + v)
+		}
+		if k == redMean {
+			s = round64(float64(s) / float64(len(row)))
+		}
+		return s
 	}
 }
 

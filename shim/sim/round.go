@@ -6,12 +6,12 @@ import (
 	"github.com/anemone-go/anemone/fp16"
 )
 
-// Bounds of the fast rounding path. A float32 x with minNormal ≤ |x| <
+// Bounds of the rounding paths. A float32 x with minNormal ≤ |x| <
 // overflowBound rounds to fp16 by Veltkamp's splitting: t = x·(2¹³+1),
 // hi = t − (t − x) keeps the 24−13 = 11 leading significant bits of x, rounded
 // to nearest even, which is fp16's precision for normal numbers. Below
 // minNormal fp16 has fewer bits (subnormals) and at overflowBound it rounds to
-// Inf: those take fp16.Round32's exact path.
+// Inf: r16 handles every case, the split only the normal range (and zero).
 const (
 	minNormal     = fp16.MinNormal
 	overflowBound = 65520 // the smallest magnitude that rounds to Inf
