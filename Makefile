@@ -7,7 +7,7 @@ BENCH    ?= .
 QEMU     ?= qemu-aarch64-static
 # Packages whose numerics run under arm64 emulation: fp16 rounding and the
 # simulator's kernels must not change when the compiler fuses multiply-adds.
-ARM64PKG := ./fp16 ./dataflow ./lower/... ./shim/... ./precision
+ARM64PKG := ./fp16 ./dataflow ./lower/... ./shim/... ./precision ./krylov
 
 .PHONY: test vet darwin unit race arm64 bench fuzz fmt demo mil
 
