@@ -308,7 +308,7 @@ func twoSum(g *dataflow.Graph, a, b dataflow.Value) (s, e dataflow.Value) {
 //	                                as an unevaluated sum d + d_lo (TwoSum)
 //	r̂ = (r − γq)/m, m = max|r − γq|  scale by the largest entry first
 //	z = M⁻¹r̂
-//	[[rr, ·], [·, zq]] = [r̂; q]·[r̂; z]ᵀ
+//	rr = r̂·r̂;  zq = q·z             (one matmul [r̂; q]·r̂ᵀ without M)
 //	r = ν·r̂/√rr;  τ = τ·m·√rr/ν     keep ‖r‖ = ν, the decay in τ
 //	p = ν·(z − (zq/pq)·p)/‖·‖       Hestenes–Stiefel: the new p is A-conjugate
 //	                                to the old (its norm also via max-scaling)
@@ -369,8 +369,16 @@ func cgGraph(n int, apply applier, m Preconditioner, unroll int, directions bool
 		if m != nil {
 			z = m.DeviceApply(g, rS)
 		}
-		s2 := g.MatMul(g.Concat(0, rS, q), g.Concat(0, rS, z), false, true)
-		rr, zq := g.Maximum(entry(s2, 0, 0), floor), entry(s2, 1, 1)
+		// Dot products, sliced along rows only: a slice at a width offset
+		// saturates |x| > 4094 on M1-class engines (ANE_FACTS §5).
+		var rr, zq dataflow.Value
+		if m == nil {
+			s2 := g.MatMul(g.Concat(0, rS, q), rS, false, true) // [r̂·r̂; q·r̂]
+			rr, zq = entry(s2, 0, 0), entry(s2, 1, 0)
+		} else {
+			rr, zq = g.MatMul(rS, rS, false, true), g.MatMul(q, z, false, true)
+		}
+		rr = g.Maximum(rr, floor)
 		r = g.Mul(rS, g.Mul(g.Pow(rr, g.Scalar(-0.5)), g.Scalar(nu)))
 		tau = g.Mul(tau, g.Mul(g.Mul(rMax, g.Sqrt(rr)), g.Scalar(1/nu)))
 		// Hestenes–Stiefel: the new direction z − β·p is A-conjugate to p.

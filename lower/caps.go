@@ -85,7 +85,7 @@ var registry = []Capability{
 	{Op: dataflow.OpReshape, MIL: "reshape", MaxRank: 5, Status: Native, Verified: true},
 	{Op: dataflow.OpTranspose, MIL: "transpose", MaxRank: 5, Status: Native, Verified: true},
 	{Op: dataflow.OpConcat, MIL: "concat", MaxRank: 5, Status: Native, Verified: true, Notes: "some routes take only 2 inputs"},
-	{Op: dataflow.OpSlice, MIL: "slice_by_size", MaxRank: 5, Status: Native, Verified: true},
+	{Op: dataflow.OpSlice, MIL: "slice_by_size", MaxRank: 5, Status: Native, Verified: true, Notes: "on A13/A14-class engines (M1) a slice at a width (last-axis) offset saturates |x| > 4094: slice along rows where values can be large"},
 	{Op: dataflow.OpPad, MIL: "pad", MaxRank: 5, Status: Native, Notes: "constant mode"},
 }
 
