@@ -44,8 +44,11 @@ type Settings struct {
 	Restart int
 	// Precond is an optional preconditioner (CG only).
 	Precond Preconditioner
-	// Precision selects FP16 or Compensated operator application on the
-	// device; the host refinement always targets Tol. Zero means FP16.
+	// Precision selects how the device applies A: FP16 (fl16(A), converges
+	// while κ(A)·2⁻¹¹ ≪ 1) or Compensated (A from limb digits, the host
+	// optimizing over the device's directions; see CG and GMRES). Float64
+	// means Compensated here: the host refinement always targets Tol in
+	// float64 anyway. Zero means FP16.
 	Precision precision.Mode
 	// X0 is the initial guess; nil means zero. It is not modified.
 	X0 []float64
