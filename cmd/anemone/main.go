@@ -4,6 +4,7 @@
 //	anemone info                      device, target, numerics model, limits
 //	anemone caps [--json]             run the conformance suite on the device
 //	anemone mil KERNEL [flags]        print the MIL of a kernel
+//	anemone solve PROBLEM [flags]     solve a model problem, printing each dispatch
 //
 // The device is chosen by -device or $ANEMONE_DEVICE (ane, sim, sim-narrow);
 // by default the ANE when present, the simulator otherwise.
@@ -48,6 +49,8 @@ func usage(w io.Writer) {
   anemone caps [-device NAME] [--json]
   anemone mil KERNEL [-target NAME] [kernel flags]
       kernels: `+strings.Join(kernelNames(), ", ")+`
+  anemone solve poisson|convdiff [-device NAME] [-n N] [-tol T] [-unroll U]
+      [-restart M] [-pe PE] [-precision fp16|compensated] [-max-dispatches D]
 `)
 }
 
@@ -62,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdCaps(args[1:], stdout)
 	case "mil":
 		return cmdMIL(args[1:], stdout)
+	case "solve":
+		return cmdSolve(args[1:], stdout)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/anemone-go/anemone/krylov"
 	"github.com/anemone-go/anemone/lower/mil"
 	"github.com/anemone-go/anemone/shim"
 )
@@ -31,6 +32,10 @@ func TestUsageErrors(t *testing.T) {
 		{"mil", "matmul", "-wat"},
 		{"info", "extra"},
 		{"caps", "-json=maybe"},
+		{"solve"},
+		{"solve", "heat"},
+		{"solve", "poisson", "-n", "0"},
+		{"solve", "poisson", "-precision", "fp8"},
 	} {
 		_, err := runCmd(args...)
 		require.True(t, errors.Is(err, errUsage), "%v: %v", args, err)
@@ -73,4 +78,15 @@ func TestInfoAndCaps(t *testing.T) {
 		_, err = runCmd("info", "-device", "ane")
 		require.ErrorIs(t, err, shim.ErrNoDevice)
 	}
+}
+
+func TestSolve(t *testing.T) {
+	out, err := runCmd("solve", "poisson", "-n", "16", "-device", "sim")
+	require.NoError(t, err)
+	require.Contains(t, out, "converged true")
+	out, err = runCmd("solve", "convdiff", "-n", "16", "-pe", "10")
+	require.NoError(t, err)
+	require.Contains(t, out, "GMRES(30) convdiff 16×16")
+	_, err = runCmd("solve", "poisson", "-n", "16", "-max-dispatches", "1", "-unroll", "2")
+	require.ErrorIs(t, err, krylov.ErrNotConverged)
 }
