@@ -123,7 +123,9 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 			td := time.Now()
 			out, err = exe.Run([][]float32{rIn, pIn, {float32(tau)}})
 			res.Device += time.Since(td)
-			if err == nil || !errors.Is(err, shim.ErrRange) || tau < 0x1p-20 {
+			// Only the accumulated correction depends on τ: in Compensated
+			// mode (no correction on the device) an overflow is final.
+			if err == nil || !errors.Is(err, shim.ErrRange) || compensated || tau < 0x1p-20 {
 				break
 			}
 			tau /= 256 // the correction overflowed fp16: rerun with a smaller scale
