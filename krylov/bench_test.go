@@ -36,7 +36,10 @@ func BenchmarkCGPoisson128Sim(b *testing.B) { benchCG(b, 128, DefaultUnroll) }
 
 // The float64 baselines: textbook CG on the same problems (gonum vectors).
 func benchReferenceCG(b *testing.B, n int) {
-	a := reference.Poisson2D(n, n)
+	a, err := reference.Poisson2D(n, n)
+	if err != nil {
+		b.Fatal(err)
+	}
 	rhs := randVec(n*n, 1)
 	var res reference.CGResult
 	for b.Loop() {

@@ -51,7 +51,8 @@ func denseOf(t testing.TB, a mat.Matrix) Operator {
 func TestStencilMatchesReference(t *testing.T) {
 	for _, n := range [][2]int{{1, 1}, {3, 5}, {17, 9}} {
 		op := poisson(t, n[0], n[1])
-		csr := reference.Poisson2D(n[0], n[1])
+		csr, err := reference.Poisson2D(n[0], n[1])
+		require.NoError(t, err)
 		x := randVec(n[0]*n[1], 3)
 		got := make([]float64, len(x))
 		want := make([]float64, len(x))
@@ -92,7 +93,8 @@ func TestCGPoisson(t *testing.T) {
 			if c.long && testing.Short() {
 				t.Skip("long case; run without -short")
 			}
-			csr, b, exact := reference.ManufacturedPoisson2D(c.n, c.n)
+			csr, b, exact, err := reference.ManufacturedPoisson2D(c.n, c.n)
+			require.NoError(t, err)
 			op := poisson(t, c.n, c.n)
 			if c.dense {
 				op = denseOf(t, csr.Dense())
@@ -122,7 +124,9 @@ func TestCGRandomRHSIterations(t *testing.T) {
 	dev := simDevice(t, "sim")
 	for _, n := range []int{64, 128} {
 		b := randVec(n*n, 1)
-		ref, err := reference.CG(reference.Poisson2D(n, n), b, reference.CGSettings{Tol: 1e-10})
+		a, err := reference.Poisson2D(n, n)
+		require.NoError(t, err)
+		ref, err := reference.CG(a, b, reference.CGSettings{Tol: 1e-10})
 		require.NoError(t, err)
 		for _, u := range []int{16, 32, 64} {
 			res, err := CG(poisson(t, n, n), b, &Settings{Device: dev, Unroll: u})
@@ -139,7 +143,8 @@ func TestCGRandSVD(t *testing.T) {
 	for _, kappa := range []float64{1e2, 1e4} {
 		rng := rand.New(rand.NewPCG(uint64(kappa), 9))
 		n := 512
-		a := reference.RandSVD(n, kappa, 3, true, rng)
+		a, err := reference.RandSVD(n, kappa, 3, true, rng)
+		require.NoError(t, err)
 		b := randVec(n, 5)
 		res, err := CG(denseOf(t, a), b, &Settings{Device: dev})
 		require.NoError(t, err, "κ = %g", kappa)
@@ -156,7 +161,8 @@ func TestCGJacobi(t *testing.T) {
 	// that its fp16 image is still accurate (wider ranges need equilibration
 	// before the matrix reaches the device).
 	n := 200
-	k := reference.KMS(n, 0.5)
+	k, err := reference.KMS(n, 0.5)
+	require.NoError(t, err)
 	d := make([]float64, n)
 	for i := range d {
 		d[i] = math.Exp2(float64(i % 4))
@@ -257,7 +263,8 @@ func TestCGCompensated(t *testing.T) {
 		n = 128
 	}
 	rng := rand.New(rand.NewPCG(1e5, 9))
-	a := reference.RandSVD(n, 1e5, 3, true, rng)
+	a, err := reference.RandSVD(n, 1e5, 3, true, rng)
+	require.NoError(t, err)
 	b := randVec(n, 5)
 	dev := simDevice(t, "sim")
 	op := denseOf(t, a)
@@ -286,7 +293,8 @@ func TestCGCompensatedKappa1e6(t *testing.T) {
 		t.Skip("κ = 1e6 takes a few seconds; run without -short (ANEMONE_LONG=1 for n = 512)")
 	}
 	rng := rand.New(rand.NewPCG(1e6, 9))
-	a := reference.RandSVD(n, 1e6, 3, true, rng)
+	a, err := reference.RandSVD(n, 1e6, 3, true, rng)
+	require.NoError(t, err)
 	b := randVec(n, 5)
 	res, err := CG(denseOf(t, a), b, &Settings{Device: simDevice(t, "sim"), MaxDispatches: 4000, Precision: precision.Compensated})
 	require.NoError(t, err)

@@ -20,7 +20,8 @@ import (
 func TestCompensatedApply(t *testing.T) {
 	const n = 128
 	rng := rand.New(rand.NewPCG(1, 1))
-	a := reference.RandSVD(n, 1e6, 3, true, rng)
+	a, err := reference.RandSVD(n, 1e6, 3, true, rng)
+	require.NoError(t, err)
 	op := denseOf(t, a).(*denseOp)
 	sigma := pow2Exp(op.NormInf())
 	nu := vectorNorm(n)

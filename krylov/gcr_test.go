@@ -23,7 +23,8 @@ func TestGMRESCompensated(t *testing.T) {
 		n = 256
 	}
 	rng := rand.New(rand.NewPCG(1e4, uint64(n)))
-	a := reference.RandSVD(n, 1e4, 3, false, rng)
+	a, err := reference.RandSVD(n, 1e4, 3, false, rng)
+	require.NoError(t, err)
 	b := randVec(n, 5)
 	op := denseOf(t, a)
 	dev := simDevice(t, "sim")

@@ -93,7 +93,8 @@ func TestConvDiffStencil(t *testing.T) {
 	}{{64, 64, 10}, {64, 64, 100}, {7, 5, -30}, {1, 9, 0}} {
 		op, err := Stencil2D(tc.nx, tc.ny, gmresConvDiffStencil(tc.nx, tc.ny, tc.pe))
 		require.NoError(t, err)
-		csr := reference.ConvectionDiffusion2D(tc.nx, tc.ny, tc.pe)
+		csr, err := reference.ConvectionDiffusion2D(tc.nx, tc.ny, tc.pe)
+		require.NoError(t, err)
 		n := tc.nx * tc.ny
 		for range 3 {
 			x := gmresRandVec(rng, n)
@@ -110,7 +111,8 @@ func TestConvDiffStencil(t *testing.T) {
 func TestGMRESConvectionDiffusion(t *testing.T) {
 	const nx = 64
 	for _, pe := range []float64{10, 100} {
-		csr := reference.ConvectionDiffusion2D(nx, nx, pe)
+		csr, err := reference.ConvectionDiffusion2D(nx, nx, pe)
+		require.NoError(t, err)
 		op, err := Stencil2D(nx, nx, gmresConvDiffStencil(nx, nx, pe))
 		require.NoError(t, err)
 		b := gmresOnes(nx * nx)
@@ -135,8 +137,10 @@ func TestGMRESConvectionDiffusion(t *testing.T) {
 // gmresSkewDense returns S + K for S = RandSVD(n, κ, 3, sym) and a random skew
 // K with ‖K‖₂ ≈ c: nonsymmetric with positive-definite symmetric part, so
 // restarted GMRES converges (Elman's bound; Saad 2003, Cor. 6.33).
-func gmresSkewDense(rng *rand.Rand, n int, kappa, c float64) *mat.Dense {
-	s := reference.RandSVD(n, kappa, 3, true, rng)
+func gmresSkewDense(t testing.TB, rng *rand.Rand, n int, kappa, c float64) *mat.Dense {
+	t.Helper()
+	s, err := reference.RandSVD(n, kappa, 3, true, rng)
+	require.NoError(t, err)
 	for i := range n {
 		for j := i + 1; j < n; j++ {
 			// Entries of deviation 2c/n give ‖K‖₂ ≈ c (semicircle law).
@@ -154,7 +158,7 @@ func TestGMRESDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 3))
 
 	t.Run("skew", func(t *testing.T) {
-		a := gmresSkewDense(rng, n, 1e4, 0.01)
+		a := gmresSkewDense(t, rng, n, 1e4, 0.01)
 		op, err := Dense(a)
 		require.NoError(t, err)
 		rop, err := reference.DenseOperator(a)
@@ -181,7 +185,8 @@ func TestGMRESDense(t *testing.T) {
 	// thousands of iterations with m = 30), so the device must report
 	// stagnation, not a wrong answer, and stop early.
 	t.Run("randsvd-stagnates", func(t *testing.T) {
-		a := reference.RandSVD(n, 1e4, 3, false, rng)
+		a, err := reference.RandSVD(n, 1e4, 3, false, rng)
+		require.NoError(t, err)
 		op, err := Dense(a)
 		require.NoError(t, err)
 		rop, err := reference.DenseOperator(a)
@@ -204,7 +209,8 @@ func TestGMRESDense(t *testing.T) {
 // emulation's figures in NUMERICS_NOTES (27, 14, 10, 6) and reference.GMRES,
 // under both numerics models.
 func TestGMRESGrcar(t *testing.T) {
-	a := reference.Grcar(100, 3)
+	a, err := reference.Grcar(100, 3)
+	require.NoError(t, err)
 	op, err := Dense(a)
 	require.NoError(t, err)
 	rop, err := reference.DenseOperator(a)
@@ -331,7 +337,8 @@ func TestGMRESMaxDispatches(t *testing.T) {
 	const nx = 16
 	op, err := Stencil2D(nx, nx, gmresConvDiffStencil(nx, nx, 10))
 	require.NoError(t, err)
-	csr := reference.ConvectionDiffusion2D(nx, nx, 10)
+	csr, err := reference.ConvectionDiffusion2D(nx, nx, 10)
+	require.NoError(t, err)
 	b := gmresOnes(nx * nx)
 	var steps []Step
 	res, err := GMRES(op, b, &Settings{Restart: 5, MaxDispatches: 3, Trace: func(s Step) { steps = append(steps, s) }})
@@ -420,7 +427,9 @@ func TestGMRESOverflowRetry(t *testing.T) {
 	res, err := GMRES(&gmresLyingNormOp{op, 64}, b, &Settings{Restart: 10})
 	require.NoError(t, err)
 	require.Positive(t, res.Retries)
-	require.LessOrEqual(t, reference.RelResidual(reference.ConvectionDiffusion2D(nx, nx, 10), res.X, b), 1.01*gmresTol)
+	csr, err := reference.ConvectionDiffusion2D(nx, nx, 10)
+	require.NoError(t, err)
+	require.LessOrEqual(t, reference.RelResidual(csr, res.X, b), 1.01*gmresTol)
 }
 
 // TestGMRESUserOperator: an operator defined outside the package, whose
@@ -535,10 +544,10 @@ func BenchmarkGMRESConvDiff64(b *testing.B) {
 
 func BenchmarkReferenceGMRESConvDiff64(b *testing.B) {
 	const nx = 64
-	csr := reference.ConvectionDiffusion2D(nx, nx, 10)
+	csr, err := reference.ConvectionDiffusion2D(nx, nx, 10)
+	require.NoError(b, err)
 	rhs := gmresOnes(nx * nx)
 	var res reference.GMRESResult
-	var err error
 	for b.Loop() {
 		res, err = reference.GMRES(csr, rhs, reference.GMRESSettings{Tol: gmresTol, Restart: 30})
 		require.NoError(b, err)

@@ -20,7 +20,8 @@ import (
 func TestRefineWithDeviceCG(t *testing.T) {
 	const n, kappa, unroll = 256, 1e3, 64
 	rng := rand.New(rand.NewPCG(256, 1000))
-	a := reference.RandSVD(n, kappa, 3, true, rng)
+	a, err := reference.RandSVD(n, kappa, 3, true, rng)
+	require.NoError(t, err)
 	op := denseOf(t, a)
 	b := randVec(n, 8)
 	dev := simDevice(t, "sim")

@@ -21,7 +21,9 @@ type refineProblem struct {
 
 func newRefineProblem(t testing.TB, n int, seed uint64) *refineProblem {
 	rng := newRNG(seed)
-	p := &refineProblem{a: reference.RandSVD(n, 1e3, 3, true, rng)}
+	a, err := reference.RandSVD(n, 1e3, 3, true, rng)
+	require.NoError(t, err)
+	p := &refineProblem{a: a}
 	require.True(t, p.chol.Factorize(mat.NewSymDense(n, p.a.RawMatrix().Data)))
 	p.b = mulVec(p.a, randVec(rng, n))
 	return p

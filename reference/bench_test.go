@@ -6,7 +6,7 @@ import "testing"
 // right-hand side to Tol 1e-10: the baseline the device solvers are
 // compared with.
 func benchCG(b *testing.B, n int) {
-	a := Poisson2D(n, n)
+	a := must(Poisson2D(n, n)).get(b)
 	rhs := randVec(newRNG(2026), n*n)
 	var iters int
 	b.ReportAllocs()
@@ -24,7 +24,7 @@ func BenchmarkCGPoisson64(b *testing.B)  { benchCG(b, 64) }
 func BenchmarkCGPoisson128(b *testing.B) { benchCG(b, 128) }
 
 func BenchmarkGMRESConvDiff64(b *testing.B) {
-	a := ConvectionDiffusion2D(64, 64, 100)
+	a := must(ConvectionDiffusion2D(64, 64, 100)).get(b)
 	rhs := randVec(newRNG(2026), a.Dims())
 	for b.Loop() {
 		if _, err := GMRES(a, rhs, GMRESSettings{Restart: 30}); err != nil {

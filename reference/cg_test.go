@@ -28,12 +28,12 @@ func TestCGManufactured(t *testing.T) {
 		{"20x12", 20, 12, 1e-13},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b, want := ManufacturedPoisson2D(tc.nx, tc.ny)
+			a, b, want := mustManufactured(t, tc.nx, tc.ny)
 			res, err := CG(a, b, CGSettings{Tol: tc.tol})
 			require.NoError(t, err)
 			require.True(t, res.Converged)
 			require.False(t, hasNaN(res.X))
-			kappa := poissonCond(tc.nx, tc.ny)
+			kappa := poissonCond(t, tc.nx, tc.ny)
 			e := RelErr(res.X, want)
 			// Forward error ≤ κ₂·(true relative residual), plus the rounding
 			// of b (a few u·κ₂).
@@ -54,9 +54,9 @@ func TestCGAgainstDenseSolve(t *testing.T) {
 		name string
 		a    *mat.Dense
 	}{
-		{"KMS(80,0.5)", KMS(80, 0.5)},
-		{"RandSVD(60,1e3,sym)", RandSVD(60, 1e3, 3, true, rng)},
-		{"Anisotropic(12,10,0.1)", Anisotropic2D(12, 10, 0.1).Dense()},
+		{"KMS(80,0.5)", must(KMS(80, 0.5)).get(t)},
+		{"RandSVD(60,1e3,sym)", must(RandSVD(60, 1e3, 3, true, rng)).get(t)},
+		{"Anisotropic(12,10,0.1)", must(Anisotropic2D(12, 10, 0.1)).get(t).Dense()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, _ := tc.a.Dims()
@@ -85,7 +85,7 @@ func TestCGPoissonIterations(t *testing.T) {
 		{64, 150, 300},
 		{128, 300, 600},
 	} {
-		a := Poisson2D(tc.n, tc.n)
+		a := must(Poisson2D(tc.n, tc.n)).get(t)
 		b := randVec(newRNG(2026), tc.n*tc.n)
 		res, err := CG(a, b, CGSettings{Tol: 1e-10})
 		require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestCGPreconditioned(t *testing.T) {
 	// Poisson plus a strongly varying positive diagonal, so Jacobi is not a
 	// mere rescaling.
 	rng := newRNG(3)
-	p := Poisson2D(24, 24)
+	p := must(Poisson2D(24, 24)).get(t)
 	rows, cols, vals := p.Triplets()
 	for i := range p.Dims() {
 		rows, cols, vals = append(rows, i), append(cols, i), append(vals, 1e5*math.Pow(10, 2*rng.Float64()))
@@ -125,7 +125,7 @@ func TestCGPreconditioned(t *testing.T) {
 }
 
 func TestCGSpecialCases(t *testing.T) {
-	a, b, want := ManufacturedPoisson2D(8, 8)
+	a, b, want := mustManufactured(t, 8, 8)
 
 	t.Run("zero b", func(t *testing.T) {
 		res, err := CG(a, make([]float64, a.Dims()), CGSettings{X0: want})
@@ -194,7 +194,7 @@ var solvers = map[string]solverCall{
 }
 
 func TestSolverBadInput(t *testing.T) {
-	a := Poisson1D(4)
+	a := must(Poisson1D(4)).get(t)
 	good := []float64{1, 2, 3, 4}
 	empty := funcOp{n: 0, f: func(dst, x []float64) {}}
 	for _, tc := range []struct {

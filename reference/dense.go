@@ -41,21 +41,35 @@ func Solve(a mat.Matrix, b []float64) ([]float64, error) {
 }
 
 // MatMul returns the product a·b as a new dense matrix (gonum mat.Dense.Mul).
-// It panics, as gonum does, if the inner dimensions differ.
-func MatMul(a, b mat.Matrix) *mat.Dense {
+// It fails with ErrInput if a or b is nil or empty and with ErrShape if the
+// inner dimensions differ.
+func MatMul(a, b mat.Matrix) (*mat.Dense, error) {
+	if a == nil || b == nil {
+		return nil, fmt.Errorf("reference: MatMul: nil matrix: %w", ErrInput)
+	}
 	ar, ac := a.Dims()
 	br, bc := b.Dims()
+	if ar < 1 || ac < 1 || br < 1 || bc < 1 {
+		return nil, fmt.Errorf("reference: MatMul: %d×%d times %d×%d, want non-empty matrices: %w", ar, ac, br, bc, ErrInput)
+	}
 	if ac != br {
-		panic(fmt.Sprintf("reference: MatMul: %d×%d times %d×%d", ar, ac, br, bc))
+		return nil, fmt.Errorf("reference: MatMul: %d×%d times %d×%d, inner dimensions differ: %w", ar, ac, br, bc, ErrShape)
 	}
 	var c mat.Dense
 	c.Mul(a, b)
-	return &c
+	return &c, nil
 }
 
 // SingularValues returns the singular values of a in decreasing order
-// (gonum mat.SVD, LAPACK dgesvd). It returns nil if the factorization fails.
+// (gonum mat.SVD, LAPACK dgesvd). It returns nil for a nil or empty matrix
+// or if the factorization fails.
 func SingularValues(a mat.Matrix) []float64 {
+	if a == nil {
+		return nil
+	}
+	if r, c := a.Dims(); r < 1 || c < 1 {
+		return nil
+	}
 	var svd mat.SVD
 	if !svd.Factorize(a, mat.SVDNone) {
 		return nil
@@ -66,7 +80,7 @@ func SingularValues(a mat.Matrix) []float64 {
 // Cond2 returns the 2-norm condition number σ_max/σ_min of a, from its
 // singular values (gonum mat.SVD). For a rectangular matrix σ_min is the
 // smallest of its min(rows, cols) singular values. It returns +Inf for a
-// singular matrix and NaN if the SVD fails.
+// singular matrix and NaN for a nil or empty matrix or if the SVD fails.
 func Cond2(a mat.Matrix) float64 {
 	s := SingularValues(a)
 	if len(s) == 0 {
@@ -79,8 +93,12 @@ func Cond2(a mat.Matrix) float64 {
 }
 
 // IsSymmetric reports whether a is square and |a_ij − a_ji| ≤ tol·max|a_kl|
-// for all i, j (tol = 0 asks for exact symmetry).
+// for all i, j (tol = 0 asks for exact symmetry). A nil matrix is not
+// symmetric.
 func IsSymmetric(a mat.Matrix, tol float64) bool {
+	if a == nil {
+		return false
+	}
 	r, c := a.Dims()
 	if r != c {
 		return false

@@ -13,7 +13,7 @@ func TestSolve(t *testing.T) {
 	for _, n := range []int{1, 2, 10, 100} {
 		// κ₂ = 100, so LU with partial pivoting gives relative error about
 		// κ₂·n·u ≤ 100·100·1.1e-16 ≈ 1e-12 (Higham 2002, §9.3 and Thm. 7.2).
-		a := RandSVD(n, 100, 3, false, rng)
+		a := must(RandSVD(n, 100, 3, false, rng)).get(t)
 		x := randVec(rng, n)
 		var bv mat.VecDense
 		bv.MulVec(a, mat.NewVecDense(n, x))
@@ -57,7 +57,7 @@ func TestSolveErrors(t *testing.T) {
 }
 
 func TestDenseOperator(t *testing.T) {
-	p := Poisson2D(5, 4)
+	p := must(Poisson2D(5, 4)).get(t)
 	op, err := DenseOperator(p.Dense())
 	require.NoError(t, err)
 	require.Equal(t, 20, op.Dims())
@@ -86,7 +86,7 @@ func TestDenseOperator(t *testing.T) {
 func TestMatMulCondSymmetry(t *testing.T) {
 	a := mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6})
 	b := mat.NewDense(3, 2, []float64{7, 8, 9, 10, 11, 12})
-	require.True(t, mat.Equal(mat.NewDense(2, 2, []float64{58, 64, 139, 154}), MatMul(a, b)))
+	require.True(t, mat.Equal(mat.NewDense(2, 2, []float64{58, 64, 139, 154}), must(MatMul(a, b)).get(t)))
 
 	require.InDelta(t, 1, Cond2(eye(4)), 4*u64)
 	require.InDelta(t, 100, Cond2(mat.NewDiagDense(3, []float64{2, -0.02, 1})), 100*4*u64)
@@ -101,4 +101,14 @@ func TestMatMulCondSymmetry(t *testing.T) {
 	require.False(t, IsSPD(mat.NewDense(2, 2, []float64{1, 2, 2, 1})), "indefinite")
 	require.False(t, IsSPD(mat.NewDense(2, 2, []float64{2, 1, 0, 2})), "nonsymmetric")
 	require.False(t, IsSPD(mat.NewDense(2, 2, []float64{math.NaN(), 0, 0, 1})))
+
+	// Nil and empty matrices give the documented results, not panics.
+	require.NotPanics(t, func() {
+		require.Nil(t, SingularValues(nil))
+		require.Nil(t, SingularValues(&mat.Dense{}))
+		require.True(t, math.IsNaN(Cond2(nil)))
+		require.True(t, math.IsNaN(Cond2(&mat.Dense{})))
+		require.False(t, IsSymmetric(nil, 0))
+		require.False(t, IsSPD(nil))
+	})
 }

@@ -16,11 +16,17 @@
 //     platform. Counts such as CG iterations may differ by one or two between
 //     architectures because the Go compiler may fuse multiply-adds on arm64.
 //   - Inputs are never modified. Results are freshly allocated.
-//   - Functions that take data return an error wrapping one of ErrShape,
-//     ErrInput, ErrSingular or ErrNotConverged on bad input; they do not
-//     panic on it. The test-problem generators (Poisson2D, RandSVD, ...) and
-//     the transforms with no error result panic on impossible sizes or
-//     parameters, as gonum's constructors do; those are programming errors.
+//   - Bad input is reported, never panicked on: every function that can
+//     reject its arguments, the test-problem generators (Poisson2D,
+//     RandSVD, ...) included, returns an error wrapping one of ErrShape,
+//     ErrInput, ErrSingular or ErrNotConverged whose message names the
+//     function and the offending value. Functions without an error result
+//     (FFT, RelErr, Cond2, IsSPD, ...) signal bad data (nil, empty,
+//     mismatched lengths) by an empty, NaN or false result as documented.
+//     The exceptions are the indexing contract of the Operator methods and
+//     CSR.At and CSR.Row, which panic on out-of-range lengths or indices as
+//     slice indexing does, and typed nil pointers (a nil *CSR or *mat.Dense
+//     inside a non-nil interface), which are programming errors.
 //   - A solver that does not reach its tolerance returns its last iterate
 //     with Converged == false and an error wrapping ErrNotConverged.
 //

@@ -1,8 +1,10 @@
 package reference_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/anemone-go/anemone/reference"
 )
@@ -10,7 +12,11 @@ import (
 // CG on the 2-D Poisson problem with a manufactured solution: the discrete
 // solution is known exactly, so the error can be measured directly.
 func ExampleCG() {
-	a, b, xExact := reference.ManufacturedPoisson2D(32, 32)
+	a, b, xExact, err := reference.ManufacturedPoisson2D(32, 32)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	res, err := reference.CG(a, b, reference.CGSettings{Tol: 1e-12})
 	if err != nil {
 		fmt.Println(err)
@@ -50,11 +56,27 @@ func ExampleFFT() {
 
 // Eigenvalues of the 1-D Poisson matrix are known in closed form.
 func ExamplePoisson1DEigenvalues() {
-	for _, l := range reference.Poisson1DEigenvalues(3) { // h = 1/4
+	lam, err := reference.Poisson1DEigenvalues(3) // h = 1/4
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, l := range lam {
 		fmt.Printf("%.4f\n", l)
 	}
 	// Output:
 	// 9.3726
 	// 32.0000
 	// 54.6274
+}
+
+// The generators report impossible arguments as errors wrapping ErrInput
+// (or ErrShape), naming the function and the bad value.
+func ExampleRandSVD_badInput() {
+	_, err := reference.RandSVD(4, 0.5, 3, true, rand.New(rand.NewPCG(1, 2)))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, reference.ErrInput))
+	// Output:
+	// reference: RandSVD: κ = 0.5, want finite and ≥ 1: reference: invalid input
+	// true
 }

@@ -52,18 +52,22 @@ func RFFT(x []float64) []complex128 {
 // length n it returns that sequence, normalized by 1/n, so
 // IRFFT(RFFT(x), len(x)) = x up to rounding. The imaginary parts of c[0]
 // and, for even n, c[n/2] are ignored (they are zero for a real sequence).
-// It panics unless n ≥ 1 and len(c) == n/2+1; n is needed because lengths
-// 2k and 2k+1 share the coefficient count k+1.
-func IRFFT(c []complex128, n int) []float64 {
-	if n < 1 || len(c) != n/2+1 {
-		panic(fmt.Sprintf("reference: IRFFT: %d coefficients for length %d, want n ≥ 1 and n/2+1 coefficients", len(c), n))
+// n is needed because lengths 2k and 2k+1 share the coefficient count k+1.
+// It fails with ErrInput if n < 1 and with ErrShape unless
+// len(c) == n/2+1.
+func IRFFT(c []complex128, n int) ([]float64, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("reference: IRFFT: n = %d, want ≥ 1: %w", n, ErrInput)
+	}
+	if len(c) != n/2+1 {
+		return nil, fmt.Errorf("reference: IRFFT: %d coefficients for n = %d, want %d: %w", len(c), n, n/2+1, ErrShape)
 	}
 	x := fourier.NewFFT(n).Sequence(nil, c)
 	inv := 1 / float64(n)
 	for i := range x {
 		x[i] *= inv
 	}
-	return x
+	return x, nil
 }
 
 // FFT2 returns the unnormalized 2-D forward DFT of the row-major rows×cols
@@ -72,11 +76,15 @@ func IRFFT(c []complex128, n int) []float64 {
 //	X[k, l] = Σ_j Σ_m x[j, m]·exp(−2πi·(jk/rows + ml/cols)),
 //
 // as 1-D FFTs along the rows and then along the columns (the transform is
-// separable). The result is row-major too. It panics unless rows, cols ≥ 1
-// and len(x) == rows·cols.
-func FFT2(x []complex128, rows, cols int) []complex128 {
-	if rows < 1 || cols < 1 || len(x) != rows*cols {
-		panic(fmt.Sprintf("reference: FFT2: %d values for %d×%d", len(x), rows, cols))
+// separable). The result is row-major too. It fails with ErrInput unless
+// rows, cols ≥ 1 and with ErrShape unless len(x) == rows·cols.
+func FFT2(x []complex128, rows, cols int) ([]complex128, error) {
+	if rows < 1 || cols < 1 {
+		return nil, fmt.Errorf("reference: FFT2: %d×%d array, want rows, cols ≥ 1: %w", rows, cols, ErrInput)
+	}
+	// len(x)/cols == rows without forming rows·cols, which could overflow.
+	if len(x)%cols != 0 || len(x)/cols != rows {
+		return nil, fmt.Errorf("reference: FFT2: %d values for a %d×%d array: %w", len(x), rows, cols, ErrShape)
 	}
 	out := make([]complex128, len(x))
 	rowFFT := fourier.NewCmplxFFT(cols)
@@ -94,7 +102,7 @@ func FFT2(x []complex128, rows, cols int) []complex128 {
 			out[r*cols+c] = col[r]
 		}
 	}
-	return out
+	return out, nil
 }
 
 // DFT returns the forward DFT of x by the defining O(n²) sum, with the same

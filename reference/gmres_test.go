@@ -20,13 +20,13 @@ func TestGMRESManufactured(t *testing.T) {
 		{"10x7 full", 10, 7, 70, 1e-13},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b, want := ManufacturedPoisson2D(tc.nx, tc.ny)
+			a, b, want := mustManufactured(t, tc.nx, tc.ny)
 			res, err := GMRES(a, b, GMRESSettings{Tol: tc.tol, Restart: tc.restart})
 			require.NoError(t, err)
 			require.True(t, res.Converged)
 			require.False(t, hasNaN(res.X))
 			require.LessOrEqual(t, res.Residual, tc.tol)
-			kappa := poissonCond(tc.nx, tc.ny)
+			kappa := poissonCond(t, tc.nx, tc.ny)
 			e := RelErr(res.X, want)
 			require.LessOrEqual(t, e, kappa*res.Residual*1.01+kappa*8*u64)
 			require.LessOrEqual(t, e, solveTol)
@@ -43,11 +43,11 @@ func TestGMRESAgainstDenseSolve(t *testing.T) {
 		a       mat.Matrix
 		restart int
 	}{
-		{"ConvDiff(16,16,Pe=10)", ConvectionDiffusion2D(16, 16, 10).Dense(), 30},
-		{"ConvDiff(16,16,Pe=-200)", ConvectionDiffusion2D(16, 16, -200).Dense(), 30},
-		{"Grcar(60,3)", Grcar(60, 3), 20},
-		{"RandSVD(50,1e3,mode 3)", RandSVD(50, 1e3, 3, false, rng), 50},
-		{"RandSVD(40,1e2,mode 2)", RandSVD(40, 1e2, 2, false, rng), 40},
+		{"ConvDiff(16,16,Pe=10)", must(ConvectionDiffusion2D(16, 16, 10)).get(t).Dense(), 30},
+		{"ConvDiff(16,16,Pe=-200)", must(ConvectionDiffusion2D(16, 16, -200)).get(t).Dense(), 30},
+		{"Grcar(60,3)", must(Grcar(60, 3)).get(t), 20},
+		{"RandSVD(50,1e3,mode 3)", must(RandSVD(50, 1e3, 3, false, rng)).get(t), 50},
+		{"RandSVD(40,1e2,mode 2)", must(RandSVD(40, 1e2, 2, false, rng)).get(t), 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, _ := tc.a.Dims()
@@ -77,7 +77,7 @@ func TestGMRESConvectionDiffusionCycles(t *testing.T) {
 		{10, 5, 40},
 		{100, 5, 40},
 	} {
-		a := ConvectionDiffusion2D(64, 64, tc.pe)
+		a := must(ConvectionDiffusion2D(64, 64, tc.pe)).get(t)
 		b := randVec(newRNG(2026), a.Dims())
 		res, err := GMRES(a, b, GMRESSettings{Tol: 1e-10, Restart: 30})
 		require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestGMRESConvectionDiffusionCycles(t *testing.T) {
 
 func TestGMRESPreconditioned(t *testing.T) {
 	rng := newRNG(5)
-	p := ConvectionDiffusion2D(20, 20, 50)
+	p := must(ConvectionDiffusion2D(20, 20, 50)).get(t)
 	rows, cols, vals := p.Triplets()
 	for i := range p.Dims() {
 		rows, cols, vals = append(rows, i), append(cols, i), append(vals, 1e4*float64(i%7))
@@ -129,13 +129,13 @@ func TestGMRESSpecialCases(t *testing.T) {
 		require.LessOrEqual(t, res.Residual, 1e-15)
 	})
 	t.Run("zero b", func(t *testing.T) {
-		res, err := GMRES(Poisson1D(5), make([]float64, 5), GMRESSettings{X0: []float64{1, 2, 3, 4, 5}})
+		res, err := GMRES(must(Poisson1D(5)).get(t), make([]float64, 5), GMRESSettings{X0: []float64{1, 2, 3, 4, 5}})
 		require.NoError(t, err)
 		require.True(t, res.Converged)
 		require.Equal(t, make([]float64, 5), res.X)
 	})
 	t.Run("iteration limit", func(t *testing.T) {
-		a, b, _ := ManufacturedPoisson2D(16, 16)
+		a, b, _ := mustManufactured(t, 16, 16)
 		res, err := GMRES(a, b, GMRESSettings{Restart: 10, MaxIter: 25})
 		require.ErrorIs(t, err, ErrNotConverged)
 		require.False(t, res.Converged)
@@ -153,7 +153,7 @@ func TestGMRESSpecialCases(t *testing.T) {
 	t.Run("attainable accuracy", func(t *testing.T) {
 		// Tol = 1e-17 is below ε: GMRES must give up with an error
 		// quickly, not spin until MaxIter.
-		a, b, _ := ManufacturedPoisson2D(8, 8)
+		a, b, _ := mustManufactured(t, 8, 8)
 		res, err := GMRES(a, b, GMRESSettings{Tol: 1e-17})
 		require.ErrorIs(t, err, ErrNotConverged)
 		require.ErrorContains(t, err, "stagnated")
@@ -161,7 +161,7 @@ func TestGMRESSpecialCases(t *testing.T) {
 		require.LessOrEqual(t, res.Residual, 1e-13)
 	})
 	t.Run("restart larger than n", func(t *testing.T) {
-		a, b, want := ManufacturedPoisson2D(3, 3)
+		a, b, want := mustManufactured(t, 3, 3)
 		res, err := GMRES(a, b, GMRESSettings{Restart: 100, Tol: 1e-14})
 		require.NoError(t, err)
 		require.LessOrEqual(t, res.Iterations, 9)
@@ -170,7 +170,7 @@ func TestGMRESSpecialCases(t *testing.T) {
 }
 
 func TestGMRESHistoryMonotoneWithinCycle(t *testing.T) {
-	a := ConvectionDiffusion2D(24, 24, 30)
+	a := must(ConvectionDiffusion2D(24, 24, 30)).get(t)
 	b := randVec(newRNG(8), a.Dims())
 	const m = 15
 	res, err := GMRES(a, b, GMRESSettings{Restart: m})

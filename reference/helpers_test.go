@@ -3,6 +3,9 @@ package reference
 import (
 	"math"
 	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Tolerances for this float64 package are derived from the float64 unit
@@ -60,7 +63,42 @@ func negated(a Operator) Operator {
 }
 
 // poissonCond returns κ₂ of Poisson2D(nx, ny) from its exact eigenvalues.
-func poissonCond(nx, ny int) float64 {
-	lam := Poisson2DEigenvalues(nx, ny)
+func poissonCond(t testing.TB, nx, ny int) float64 {
+	t.Helper()
+	lam := must(Poisson2DEigenvalues(nx, ny)).get(t)
 	return lam[len(lam)-1] / lam[0]
+}
+
+// checked holds the (value, error) result of a call; get returns the value
+// and fails the test if the error is not nil.
+type checked[T any] struct {
+	v   T
+	err error
+}
+
+// must captures a (value, error) result, so that a generator call with valid
+// arguments stays one expression: must(Poisson2D(4, 4)).get(t). (Go does not
+// allow must(t, Poisson2D(4, 4)).)
+func must[T any](v T, err error) checked[T] { return checked[T]{v, err} }
+
+func (c checked[T]) get(t testing.TB) T {
+	t.Helper()
+	require.NoError(t, c.err)
+	return c.v
+}
+
+// mustGrid2D is Grid2D, failing the test on an error.
+func mustGrid2D(t testing.TB, nx, ny int) (x, y []float64) {
+	t.Helper()
+	x, y, err := Grid2D(nx, ny)
+	require.NoError(t, err)
+	return x, y
+}
+
+// mustManufactured is ManufacturedPoisson2D, failing the test on an error.
+func mustManufactured(t testing.TB, nx, ny int) (a *CSR, b, xExact []float64) {
+	t.Helper()
+	a, b, xExact, err := ManufacturedPoisson2D(nx, ny)
+	require.NoError(t, err)
+	return a, b, xExact
 }

@@ -13,12 +13,19 @@ import (
 // independent standard normal entries, with column j multiplied by
 // sign(R_jj) so the factorization is unique and the distribution exactly
 // Haar (Stewart, SIAM J. Numer. Anal. 17, 1980; Mezzadri, Notices AMS 54,
-// 2007). It panics if n < 1 or rng is nil.
-func HaarOrthogonal(n int, rng *rand.Rand) *mat.Dense {
-	mustPositive("HaarOrthogonal", "n", n)
-	if rng == nil {
-		panic("reference: HaarOrthogonal: nil rng")
+// 2007). It fails with ErrInput if n < 1 or rng is nil.
+func HaarOrthogonal(n int, rng *rand.Rand) (*mat.Dense, error) {
+	if err := checkPositive("HaarOrthogonal", "n", n); err != nil {
+		return nil, err
 	}
+	if rng == nil {
+		return nil, fmt.Errorf("reference: HaarOrthogonal: nil rng: %w", ErrInput)
+	}
+	return haarOrthogonal(n, rng), nil
+}
+
+// haarOrthogonal is HaarOrthogonal for validated arguments.
+func haarOrthogonal(n int, rng *rand.Rand) *mat.Dense {
 	g := mat.NewDense(n, n, nil)
 	for i := range n {
 		for j := range n {
@@ -50,15 +57,31 @@ func HaarOrthogonal(n int, rng *rand.Rand) *mat.Dense {
 //	mode 4: arithmetic:  σ_i = 1 − (1 − 1/κ)(i−1)/(n−1)
 //
 // so σ_1 = 1 and, for n ≥ 2, σ_n = 1/κ and cond₂ = κ. For n = 1 it returns
-// (1). It panics if n < 1, κ < 1 or not finite, or mode is not 1–4.
-func RandSVDSigma(n int, kappa float64, mode int) []float64 {
-	mustPositive("RandSVDSigma", "n", n)
+// (1). It fails with ErrInput if n < 1, κ < 1 or not finite, or mode is
+// not 1–4.
+func RandSVDSigma(n int, kappa float64, mode int) ([]float64, error) {
+	if err := checkRandSVD("RandSVDSigma", n, kappa, mode); err != nil {
+		return nil, err
+	}
+	return randSVDSigma(n, kappa, mode), nil
+}
+
+// checkRandSVD validates the arguments of RandSVDSigma.
+func checkRandSVD(fn string, n int, kappa float64, mode int) error {
+	if err := checkPositive(fn, "n", n); err != nil {
+		return err
+	}
 	if !(kappa >= 1) || math.IsInf(kappa, 0) {
-		panic(fmt.Sprintf("reference: RandSVD: kappa = %v, want finite and ≥ 1", kappa))
+		return fmt.Errorf("reference: %s: κ = %v, want finite and ≥ 1: %w", fn, kappa, ErrInput)
 	}
 	if mode < 1 || mode > 4 {
-		panic(fmt.Sprintf("reference: RandSVD: mode = %d, want 1, 2, 3 or 4", mode))
+		return fmt.Errorf("reference: %s: mode = %d, want 1, 2, 3 or 4: %w", fn, mode, ErrInput)
 	}
+	return nil
+}
+
+// randSVDSigma is RandSVDSigma for validated arguments.
+func randSVDSigma(n int, kappa float64, mode int) []float64 {
 	s := make([]float64, n)
 	s[0] = 1
 	if n == 1 {
@@ -86,17 +109,20 @@ func RandSVDSigma(n int, kappa float64, mode int) []float64 {
 // Haar-random orthogonal matrices (HaarOrthogonal). With sym = true it
 // returns the symmetric positive definite A = Q·diag(σ)·Qᵀ, whose
 // eigenvalues are σ; it is symmetrized, (A + Aᵀ)/2, so that it is exactly
-// symmetric. In both cases cond₂(A) = κ up to rounding. It panics on the
-// arguments RandSVDSigma rejects or a nil rng.
-func RandSVD(n int, kappa float64, mode int, sym bool, rng *rand.Rand) *mat.Dense {
-	sigma := RandSVDSigma(n, kappa, mode)
-	if rng == nil {
-		panic("reference: RandSVD: nil rng")
+// symmetric. In both cases cond₂(A) = κ up to rounding. It fails with
+// ErrInput on the arguments RandSVDSigma rejects or a nil rng.
+func RandSVD(n int, kappa float64, mode int, sym bool, rng *rand.Rand) (*mat.Dense, error) {
+	if err := checkRandSVD("RandSVD", n, kappa, mode); err != nil {
+		return nil, err
 	}
-	u := HaarOrthogonal(n, rng)
+	if rng == nil {
+		return nil, fmt.Errorf("reference: RandSVD: nil rng: %w", ErrInput)
+	}
+	sigma := randSVDSigma(n, kappa, mode)
+	u := haarOrthogonal(n, rng)
 	v := u
 	if !sym {
-		v = HaarOrthogonal(n, rng)
+		v = haarOrthogonal(n, rng)
 	}
 	// A = (U·Σ)·Vᵀ.
 	us := mat.DenseCopyOf(u)
@@ -116,7 +142,7 @@ func RandSVD(n int, kappa float64, mode int, sym bool, rng *rand.Rand) *mat.Dens
 			}
 		}
 	}
-	return &a
+	return &a, nil
 }
 
 // KMS returns the n×n Kac–Murdock–Szegő Toeplitz matrix A_ij = ρ^|i−j|
@@ -124,12 +150,14 @@ func RandSVD(n int, kappa float64, mode int, sym bool, rng *rand.Rand) *mat.Dens
 // gallery('kms')). For |ρ| < 1 it is symmetric positive definite with
 // det A = (1 − ρ²)^(n−1) and a tridiagonal inverse:
 // A⁻¹ = tridiag(−ρ, 1 + ρ², −ρ)/(1 − ρ²) with the corner diagonal entries
-// 1/(1 − ρ²), as multiplying out shows. It panics if n < 1 or ρ is NaN or
-// Inf.
-func KMS(n int, rho float64) *mat.Dense {
-	mustPositive("KMS", "n", n)
+// 1/(1 − ρ²), as multiplying out shows. It fails with ErrInput if n < 1 or
+// ρ is NaN or Inf.
+func KMS(n int, rho float64) (*mat.Dense, error) {
+	if err := checkPositive("KMS", "n", n); err != nil {
+		return nil, err
+	}
 	if math.IsNaN(rho) || math.IsInf(rho, 0) {
-		panic(fmt.Sprintf("reference: KMS: rho = %v, want finite", rho))
+		return nil, fmt.Errorf("reference: KMS: ρ = %v, want finite: %w", rho, ErrInput)
 	}
 	pow := make([]float64, n)
 	pow[0] = 1
@@ -146,7 +174,7 @@ func KMS(n int, rho float64) *mat.Dense {
 			a.Set(i, j, pow[d])
 		}
 	}
-	return a
+	return a, nil
 }
 
 // Grcar returns the n×n Grcar matrix with k superdiagonals: the Toeplitz
@@ -155,12 +183,14 @@ func KMS(n int, rho float64) *mat.Dense {
 // & Embree, Spectra and Pseudospectra, 2005; MATLAB gallery('grcar', n, k),
 // default k = 3).
 // It is nonsymmetric and nonnormal, with eigenvalues far more sensitive
-// than its singular values, a stress test for GMRES. It panics if n < 1 or
-// k < 0.
-func Grcar(n, k int) *mat.Dense {
-	mustPositive("Grcar", "n", n)
+// than its singular values, a stress test for GMRES. It fails with ErrInput
+// if n < 1 or k < 0.
+func Grcar(n, k int) (*mat.Dense, error) {
+	if err := checkPositive("Grcar", "n", n); err != nil {
+		return nil, err
+	}
 	if k < 0 {
-		panic(fmt.Sprintf("reference: Grcar: k = %d, want ≥ 0", k))
+		return nil, fmt.Errorf("reference: Grcar: k = %d, want ≥ 0: %w", k, ErrInput)
 	}
 	a := mat.NewDense(n, n, nil)
 	for i := range n {
@@ -171,5 +201,5 @@ func Grcar(n, k int) *mat.Dense {
 			a.Set(i, j, 1)
 		}
 	}
-	return a
+	return a, nil
 }

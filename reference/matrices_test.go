@@ -24,8 +24,8 @@ func TestRandSVD(t *testing.T) {
 		for mode := 1; mode <= 4; mode++ {
 			for _, kappa := range []float64{1, 10, 1e3, 1e8} {
 				for _, sym := range []bool{false, true} {
-					a := RandSVD(n, kappa, mode, sym, rng)
-					want := RandSVDSigma(n, kappa, mode)
+					a := must(RandSVD(n, kappa, mode, sym, rng)).get(t)
+					want := must(RandSVDSigma(n, kappa, mode)).get(t)
 					got := SingularValues(a)
 					// RandSVDSigma is decreasing, as are gonum's values.
 					require.Len(t, got, n)
@@ -51,17 +51,17 @@ func TestRandSVD(t *testing.T) {
 }
 
 func TestRandSVDSigma(t *testing.T) {
-	require.Equal(t, []float64{1, 0.1, 0.1, 0.1}, RandSVDSigma(4, 10, 1))
-	require.Equal(t, []float64{1, 1, 1, 0.1}, RandSVDSigma(4, 10, 2))
-	require.InDeltaSlice(t, []float64{1, 0.1, 0.01}, RandSVDSigma(3, 100, 3), 1e-16)
-	require.InDeltaSlice(t, []float64{1, 0.55, 0.1}, RandSVDSigma(3, 10, 4), 1e-16)
-	require.Equal(t, []float64{1}, RandSVDSigma(1, 1e6, 3))
+	require.Equal(t, []float64{1, 0.1, 0.1, 0.1}, must(RandSVDSigma(4, 10, 1)).get(t))
+	require.Equal(t, []float64{1, 1, 1, 0.1}, must(RandSVDSigma(4, 10, 2)).get(t))
+	require.InDeltaSlice(t, []float64{1, 0.1, 0.01}, must(RandSVDSigma(3, 100, 3)).get(t), 1e-16)
+	require.InDeltaSlice(t, []float64{1, 0.55, 0.1}, must(RandSVDSigma(3, 10, 4)).get(t), 1e-16)
+	require.Equal(t, []float64{1}, must(RandSVDSigma(1, 1e6, 3)).get(t))
 }
 
 func TestRandSVDDeterministic(t *testing.T) {
-	a := RandSVD(10, 100, 3, false, newRNG(5))
-	b := RandSVD(10, 100, 3, false, newRNG(5))
-	c := RandSVD(10, 100, 3, false, newRNG(6))
+	a := must(RandSVD(10, 100, 3, false, newRNG(5))).get(t)
+	b := must(RandSVD(10, 100, 3, false, newRNG(5))).get(t)
+	c := must(RandSVD(10, 100, 3, false, newRNG(6))).get(t)
 	require.True(t, mat.Equal(a, b))
 	require.False(t, mat.Equal(a, c))
 }
@@ -70,7 +70,7 @@ func TestHaarOrthogonal(t *testing.T) {
 	rng := newRNG(31)
 	// Orthogonality: QᵀQ = I to a few n·u.
 	for _, n := range []int{1, 3, 30} {
-		q := HaarOrthogonal(n, rng)
+		q := must(HaarOrthogonal(n, rng)).get(t)
 		var qtq mat.Dense
 		qtq.Mul(q.T(), q)
 		var id mat.Dense
@@ -84,7 +84,7 @@ func TestHaarOrthogonal(t *testing.T) {
 	const samples, n = 2000, 3
 	var mean, sq float64
 	for range samples {
-		q := HaarOrthogonal(n, rng)
+		q := must(HaarOrthogonal(n, rng)).get(t)
 		mean += q.At(0, 0)
 		sq += q.At(0, 0) * q.At(0, 0)
 	}
@@ -105,7 +105,7 @@ func eye(n int) *mat.Dense {
 func TestKMS(t *testing.T) {
 	for _, rho := range []float64{0.5, -0.9, 0} {
 		const n = 12
-		a := KMS(n, rho)
+		a := must(KMS(n, rho)).get(t)
 		require.Equal(t, math.Pow(rho, 5), a.At(2, 7))
 		require.True(t, IsSymmetric(a, 0))
 		require.True(t, IsSPD(a))
@@ -122,12 +122,12 @@ func TestKMS(t *testing.T) {
 		inv.Set(0, 0, d)
 		inv.Set(n-1, n-1, d)
 		var diff mat.Dense
-		diff.Sub(MatMul(a, inv), eye(n))
+		diff.Sub(must(MatMul(a, inv)).get(t), eye(n))
 		// ‖A‖∞·‖A⁻¹‖∞ ≤ (2/(1−|ρ|))·((1+|ρ|)²/(1−ρ²)) ≈ 380 for |ρ| = 0.9;
 		// the product rounds to a few u times that.
 		require.LessOrEqual(t, mat.Norm(&diff, math.Inf(1)), 1e-12, "ρ = %g", rho)
 	}
-	require.False(t, IsSPD(KMS(4, 1)), "all-ones matrix is singular")
+	require.False(t, IsSPD(must(KMS(4, 1)).get(t)), "all-ones matrix is singular")
 }
 
 func TestGrcar(t *testing.T) {
@@ -138,10 +138,10 @@ func TestGrcar(t *testing.T) {
 		0, 0, -1, 1, 1,
 		0, 0, 0, -1, 1,
 	})
-	require.True(t, mat.Equal(want, Grcar(5, 3)))
-	require.False(t, IsSymmetric(Grcar(5, 3), 0.1))
-	bidiag := Grcar(3, 0)
+	require.True(t, mat.Equal(want, must(Grcar(5, 3)).get(t)))
+	require.False(t, IsSymmetric(must(Grcar(5, 3)).get(t), 0.1))
+	bidiag := must(Grcar(3, 0)).get(t)
 	require.True(t, mat.Equal(mat.NewDense(3, 3, []float64{1, 0, 0, -1, 1, 0, 0, -1, 1}), bidiag))
 	// Grcar matrices are well conditioned (κ₂ < 4 for k = 3).
-	require.Less(t, Cond2(Grcar(100, 3)), 4.0)
+	require.Less(t, Cond2(must(Grcar(100, 3)).get(t)), 4.0)
 }

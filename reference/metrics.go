@@ -48,8 +48,12 @@ func relRatio(num, den float64) float64 {
 }
 
 // RelResidual returns ‖b − A·x‖₂ / ‖b‖₂, with the zero-b convention of
-// RelErr. It returns NaN if len(x) or len(b) differs from a.Dims().
+// RelErr. It returns NaN if a is nil or len(x) or len(b) differs from
+// a.Dims().
 func RelResidual(a Operator, x, b []float64) float64 {
+	if a == nil {
+		return math.NaN()
+	}
 	n := a.Dims()
 	if len(x) != n || len(b) != n {
 		return math.NaN()
@@ -71,9 +75,12 @@ func RelResidual(a Operator, x, b []float64) float64 {
 // Operators other than *CSR and DenseOperator get ‖A‖_F from n products
 // with unit vectors.
 //
-// It returns 0 if b and x are both zero and NaN if the lengths differ from
-// a.Dims().
+// It returns 0 if b and x are both zero and NaN if a is nil or the lengths
+// differ from a.Dims().
 func BackwardError(a Operator, x, b []float64) float64 {
+	if a == nil {
+		return math.NaN()
+	}
 	n := a.Dims()
 	if len(x) != n || len(b) != n {
 		return math.NaN()

@@ -23,7 +23,7 @@ func TestRelErr(t *testing.T) {
 }
 
 func TestResidualMetrics(t *testing.T) {
-	a, b, x := ManufacturedPoisson2D(6, 5)
+	a, b, x := mustManufactured(t, 6, 5)
 	require.LessOrEqual(t, RelResidual(a, x, b), 16*u64)
 	require.LessOrEqual(t, BackwardError(a, x, b), 16*u64)
 	zero := make([]float64, len(x))
@@ -31,6 +31,8 @@ func TestResidualMetrics(t *testing.T) {
 	require.InDelta(t, 1, BackwardError(a, zero, b), 4*u64)
 	require.True(t, math.IsNaN(RelResidual(a, x[:3], b)))
 	require.True(t, math.IsNaN(BackwardError(a, x, b[:3])))
+	require.True(t, math.IsNaN(RelResidual(nil, x, b)))
+	require.True(t, math.IsNaN(BackwardError(nil, x, b)))
 
 	// A generic operator gets ‖A‖_F from its columns; it must agree with
 	// the CSR's own norm, so both backward errors agree.

@@ -18,9 +18,11 @@ import (
 
 // Poisson1D returns the n×n matrix (1/h²)·tridiag(−1, 2, −1), h = 1/(n+1),
 // the three-point discretization of −u″ on (0, 1) with u(0) = u(1) = 0.
-// It panics if n < 1.
-func Poisson1D(n int) *CSR {
-	mustPositive("Poisson1D", "n", n)
+// It fails with ErrInput if n < 1.
+func Poisson1D(n int) (*CSR, error) {
+	if err := checkPositive("Poisson1D", "n", n); err != nil {
+		return nil, err
+	}
 	s := invH2(n)
 	var t triplets
 	for i := range n {
@@ -32,15 +34,22 @@ func Poisson1D(n int) *CSR {
 			t.add(i, i+1, -s)
 		}
 	}
-	return t.csr(n)
+	return t.csr(n), nil
 }
 
 // Poisson1DEigenvalues returns the exact eigenvalues of Poisson1D(n) in
 // increasing order, λ_k = (4/h²)·sin²(kπh/2), k = 1, …, n, h = 1/(n+1)
-// (LeVeque 2007, §2.10). The eigenvector of λ_k is sin(kπx_j). It panics if
-// n < 1.
-func Poisson1DEigenvalues(n int) []float64 {
-	mustPositive("Poisson1DEigenvalues", "n", n)
+// (LeVeque 2007, §2.10). The eigenvector of λ_k is sin(kπx_j). It fails
+// with ErrInput if n < 1.
+func Poisson1DEigenvalues(n int) ([]float64, error) {
+	if err := checkPositive("Poisson1DEigenvalues", "n", n); err != nil {
+		return nil, err
+	}
+	return poisson1DEigenvalues(n), nil
+}
+
+// poisson1DEigenvalues is Poisson1DEigenvalues for a validated n ≥ 1.
+func poisson1DEigenvalues(n int) []float64 {
 	h := 1 / float64(n+1)
 	lam := make([]float64, n)
 	for k := 1; k <= n; k++ {
@@ -58,16 +67,23 @@ func Poisson1DEigenvalues(n int) []float64 {
 //
 // The matrix is symmetric positive definite, of order nx·ny, and equals
 // I⊗T_x + T_y⊗I with T the Poisson1D matrices (LeVeque 2007, §3.3–3.4).
-// It panics if nx < 1 or ny < 1.
-func Poisson2D(nx, ny int) *CSR {
-	return Anisotropic2D(nx, ny, 1)
+// It fails with ErrInput if nx < 1, ny < 1 or nx·ny overflows int.
+func Poisson2D(nx, ny int) (*CSR, error) {
+	if err := checkGrid("Poisson2D", nx, ny); err != nil {
+		return nil, err
+	}
+	return anisotropic2D(nx, ny, 1), nil
 }
 
 // Poisson2DEigenvalues returns the exact eigenvalues of Poisson2D(nx, ny) in
 // increasing order: all sums λ_j(T_x) + λ_k(T_y) of the 1-D eigenvalues
-// (LeVeque 2007, §3.4). It panics if nx < 1 or ny < 1.
-func Poisson2DEigenvalues(nx, ny int) []float64 {
-	return Anisotropic2DEigenvalues(nx, ny, 1)
+// (LeVeque 2007, §3.4). It fails with ErrInput on the arguments Poisson2D
+// rejects.
+func Poisson2DEigenvalues(nx, ny int) ([]float64, error) {
+	if err := checkGrid("Poisson2DEigenvalues", nx, ny); err != nil {
+		return nil, err
+	}
+	return anisotropic2DEigenvalues(nx, ny, 1), nil
 }
 
 // Anisotropic2D returns the five-point discretization of −ε·u_xx − u_yy on
@@ -75,28 +91,35 @@ func Poisson2DEigenvalues(nx, ny int) []float64 {
 // the x-couplings of Poisson2D are multiplied by ε. For ε > 0 it is
 // symmetric positive definite; small ε makes the x-direction weakly coupled,
 // the classic hard case for point smoothers and for CG (its condition number
-// grows like 1/ε). It panics if nx < 1, ny < 1 or ε is not positive and
-// finite.
-func Anisotropic2D(nx, ny int, eps float64) *CSR {
-	mustPositive("Anisotropic2D", "nx", nx)
-	mustPositive("Anisotropic2D", "ny", ny)
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		panic(fmt.Sprintf("reference: Anisotropic2D: eps = %v, want positive and finite", eps))
+// grows like 1/ε). It fails with ErrInput on the grid sizes Poisson2D
+// rejects or if ε is not positive and finite.
+func Anisotropic2D(nx, ny int, eps float64) (*CSR, error) {
+	if err := checkAnisotropic("Anisotropic2D", nx, ny, eps); err != nil {
+		return nil, err
 	}
+	return anisotropic2D(nx, ny, eps), nil
+}
+
+// anisotropic2D is Anisotropic2D for validated arguments.
+func anisotropic2D(nx, ny int, eps float64) *CSR {
 	sx, sy := eps*invH2(nx), invH2(ny)
 	return stencil2D(nx, ny, 2*sx+2*sy, -sx, -sx, -sy, -sy)
 }
 
 // Anisotropic2DEigenvalues returns the exact eigenvalues of
 // Anisotropic2D(nx, ny, eps) in increasing order: ε·λ_j(T_x) + λ_k(T_y).
-// It panics on the arguments Anisotropic2D rejects.
-func Anisotropic2DEigenvalues(nx, ny int, eps float64) []float64 {
-	mustPositive("Anisotropic2DEigenvalues", "nx", nx)
-	mustPositive("Anisotropic2DEigenvalues", "ny", ny)
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		panic(fmt.Sprintf("reference: Anisotropic2DEigenvalues: eps = %v, want positive and finite", eps))
+// It fails with ErrInput on the arguments Anisotropic2D rejects.
+func Anisotropic2DEigenvalues(nx, ny int, eps float64) ([]float64, error) {
+	if err := checkAnisotropic("Anisotropic2DEigenvalues", nx, ny, eps); err != nil {
+		return nil, err
 	}
-	lx, ly := Poisson1DEigenvalues(nx), Poisson1DEigenvalues(ny)
+	return anisotropic2DEigenvalues(nx, ny, eps), nil
+}
+
+// anisotropic2DEigenvalues is Anisotropic2DEigenvalues for validated
+// arguments.
+func anisotropic2DEigenvalues(nx, ny int, eps float64) []float64 {
+	lx, ly := poisson1DEigenvalues(nx), poisson1DEigenvalues(ny)
 	lam := make([]float64, 0, nx*ny)
 	for _, b := range ly {
 		for _, a := range lx {
@@ -105,6 +128,17 @@ func Anisotropic2DEigenvalues(nx, ny int, eps float64) []float64 {
 	}
 	slices.Sort(lam)
 	return lam
+}
+
+// checkAnisotropic validates the arguments of Anisotropic2D.
+func checkAnisotropic(fn string, nx, ny int, eps float64) error {
+	if err := checkGrid(fn, nx, ny); err != nil {
+		return err
+	}
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return fmt.Errorf("reference: %s: ε = %v, want positive and finite: %w", fn, eps, ErrInput)
+	}
+	return nil
 }
 
 // ConvectionDiffusion2D returns the discretization of
@@ -118,12 +152,14 @@ func Anisotropic2DEigenvalues(nx, ny int, eps float64) []float64 {
 // Numerical Solution of Convection–Diffusion Problems, 1996). The matrix is nonsymmetric for Pe ≠ 0, has positive diagonal and
 // nonpositive off-diagonal entries and is weakly diagonally dominant with
 // strict dominance next to the boundary, hence a nonsingular M-matrix for
-// every Pe. It panics if nx < 1, ny < 1 or Pe is NaN or Inf.
-func ConvectionDiffusion2D(nx, ny int, peclet float64) *CSR {
-	mustPositive("ConvectionDiffusion2D", "nx", nx)
-	mustPositive("ConvectionDiffusion2D", "ny", ny)
+// every Pe. It fails with ErrInput on the grid sizes Poisson2D rejects or if
+// Pe is NaN or Inf.
+func ConvectionDiffusion2D(nx, ny int, peclet float64) (*CSR, error) {
+	if err := checkGrid("ConvectionDiffusion2D", nx, ny); err != nil {
+		return nil, err
+	}
 	if math.IsNaN(peclet) || math.IsInf(peclet, 0) {
-		panic(fmt.Sprintf("reference: ConvectionDiffusion2D: Pe = %v, want finite", peclet))
+		return nil, fmt.Errorf("reference: ConvectionDiffusion2D: Pe = %v, want finite: %w", peclet, ErrInput)
 	}
 	wx := peclet / math.Sqrt2 // velocity components Pe·w
 	wy := peclet / math.Sqrt2
@@ -141,7 +177,7 @@ func ConvectionDiffusion2D(nx, ny int, peclet float64) *CSR {
 	} else {
 		north += wy * float64(ny+1)
 	}
-	return stencil2D(nx, ny, center, west, east, south, north)
+	return stencil2D(nx, ny, center, west, east, south, north), nil
 }
 
 // stencil2D builds the constant five-point stencil matrix on the nx×ny grid;
@@ -171,10 +207,17 @@ func stencil2D(nx, ny int, center, west, east, south, north float64) *CSR {
 
 // Grid2D returns the coordinates of the interior grid points of the nx×ny
 // grid: point i = y*nx + x sits at (x[i], y[i]) = ((x+1)·h_x, (y+1)·h_y).
-// It panics if nx < 1 or ny < 1.
-func Grid2D(nx, ny int) (x, y []float64) {
-	mustPositive("Grid2D", "nx", nx)
-	mustPositive("Grid2D", "ny", ny)
+// It fails with ErrInput on the grid sizes Poisson2D rejects.
+func Grid2D(nx, ny int) (x, y []float64, err error) {
+	if err := checkGrid("Grid2D", nx, ny); err != nil {
+		return nil, nil, err
+	}
+	x, y = grid2D(nx, ny)
+	return x, y, nil
+}
+
+// grid2D is Grid2D for validated sizes.
+func grid2D(nx, ny int) (x, y []float64) {
 	hx, hy := 1/float64(nx+1), 1/float64(ny+1)
 	x = make([]float64, nx*ny)
 	y = make([]float64, nx*ny)
@@ -189,12 +232,21 @@ func Grid2D(nx, ny int) (x, y []float64) {
 
 // Poisson2DRHS samples f at the interior grid points of the nx×ny grid, in
 // the vector order of Poisson2D, giving the right-hand side of the
-// discretized −Δu = f. It panics if nx < 1, ny < 1 or f is nil.
-func Poisson2DRHS(nx, ny int, f func(x, y float64) float64) []float64 {
-	if f == nil {
-		panic("reference: Poisson2DRHS: nil f")
+// discretized −Δu = f. It fails with ErrInput on the grid sizes Poisson2D
+// rejects or if f is nil.
+func Poisson2DRHS(nx, ny int, f func(x, y float64) float64) ([]float64, error) {
+	if err := checkGrid("Poisson2DRHS", nx, ny); err != nil {
+		return nil, err
 	}
-	xs, ys := Grid2D(nx, ny)
+	if f == nil {
+		return nil, fmt.Errorf("reference: Poisson2DRHS: nil f: %w", ErrInput)
+	}
+	return sample2D(nx, ny, f), nil
+}
+
+// sample2D is Poisson2DRHS for validated arguments.
+func sample2D(nx, ny int, f func(x, y float64) float64) []float64 {
+	xs, ys := grid2D(nx, ny)
 	b := make([]float64, len(xs))
 	for i := range b {
 		b[i] = f(xs[i], ys[i])
@@ -214,13 +266,17 @@ func ManufacturedU(x, y float64) float64 {
 // at the grid points and b = a·xExact computed in float64. The discrete
 // solution of a·x = b is therefore xExact itself (to within cond(a)·ε from
 // the rounding of b), not merely an O(h²) approximation of it, so a solver's
-// error can be measured directly with RelErr. It panics if nx < 1 or ny < 1.
-func ManufacturedPoisson2D(nx, ny int) (a *CSR, b, xExact []float64) {
-	a = Poisson2D(nx, ny)
-	xExact = Poisson2DRHS(nx, ny, ManufacturedU)
+// error can be measured directly with RelErr. It fails with ErrInput on the
+// grid sizes Poisson2D rejects.
+func ManufacturedPoisson2D(nx, ny int) (a *CSR, b, xExact []float64, err error) {
+	if err := checkGrid("ManufacturedPoisson2D", nx, ny); err != nil {
+		return nil, nil, nil, err
+	}
+	a = anisotropic2D(nx, ny, 1)
+	xExact = sample2D(nx, ny, ManufacturedU)
 	b = make([]float64, len(xExact))
 	a.MulVecTo(b, xExact)
-	return a, b, xExact
+	return a, b, xExact, nil
 }
 
 // triplets accumulates matrix entries for NewCSR.
@@ -235,8 +291,9 @@ func (t *triplets) add(i, j int, v float64) {
 	t.vals = append(t.vals, v)
 }
 
-// csr builds the matrix; the generators only produce valid triplets, so an
-// error here is a bug in this package.
+// csr builds the matrix. The generators validate their arguments and only
+// produce valid triplets, so an error here is a bug in this package, not bad
+// input, and panics.
 func (t *triplets) csr(n int) *CSR {
 	m, err := NewCSR(n, t.rows, t.cols, t.vals)
 	if err != nil {
@@ -248,8 +305,26 @@ func (t *triplets) csr(n int) *CSR {
 // invH2 returns 1/h² = (n+1)² for h = 1/(n+1), exactly (for n < 2²⁶).
 func invH2(n int) float64 { return float64(n+1) * float64(n+1) }
 
-func mustPositive(fn, name string, v int) {
+// checkPositive returns an ErrInput error naming fn, name and v unless
+// v ≥ 1.
+func checkPositive(fn, name string, v int) error {
 	if v < 1 {
-		panic(fmt.Sprintf("reference: %s: %s = %d, want ≥ 1", fn, name, v))
+		return fmt.Errorf("reference: %s: %s = %d, want ≥ 1: %w", fn, name, v, ErrInput)
 	}
+	return nil
+}
+
+// checkGrid validates the sizes of an nx×ny grid: both at least 1 and the
+// order nx·ny representable as an int.
+func checkGrid(fn string, nx, ny int) error {
+	if err := checkPositive(fn, "nx", nx); err != nil {
+		return err
+	}
+	if err := checkPositive(fn, "ny", ny); err != nil {
+		return err
+	}
+	if nx > math.MaxInt/ny {
+		return fmt.Errorf("reference: %s: nx·ny = %d·%d overflows int: %w", fn, nx, ny, ErrInput)
+	}
+	return nil
 }
