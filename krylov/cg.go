@@ -131,7 +131,7 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 			tau /= 256 // the correction overflowed fp16: rerun with a smaller scale
 			res.Retries++
 		}
-		if len(out) >= 5 && len(out[4]) == 1 && float64(out[4][0]) < -notSPDSlack {
+		if len(out) >= 5 && len(out[4]) == 1 && float64(out[4][0]) < -notSPDSlack*nu*nu {
 			// Negative curvature: with an indefinite operator the correction
 			// may also have overflowed; the curvature is the diagnosis.
 			return res, fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", out[4][0], res.Dispatches+1, ErrNotSPD)
@@ -146,7 +146,7 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 		res.Dispatches++
 		res.Iterations += set.Unroll
 		dirU, pqMin := out[2], float64(out[4][0])
-		if pqMin < -notSPDSlack {
+		if pqMin < -notSPDSlack*nu*nu {
 			return res, fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", pqMin, res.Dispatches, ErrNotSPD)
 		}
 
@@ -228,9 +228,9 @@ const (
 	stagnationIterations = 2048
 	// divergence: a residual this many times the best one seen ends a solve.
 	divergence = 1e4
-	// notSPDSlack: the device's pᵀAp for a unit p and ‖A‖∞ ≤ 1 carries an
-	// fp16 error of a few units of 2⁻¹¹; a value below −2⁻⁶ is a direction
-	// of negative curvature, not rounding.
+	// notSPDSlack: the device's pᵀAp for ‖p‖ = ν and ‖A‖∞ ≤ 1 carries an
+	// fp16 error of a few units of 2⁻¹¹·ν²; a value below −2⁻⁶·ν² is a
+	// direction of negative curvature, not rounding.
 	notSPDSlack = 0x1p-6
 )
 
