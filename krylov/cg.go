@@ -77,16 +77,27 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 	if a.NormInf() == 0 {
 		return res, fmt.Errorf("krylov: the operator is zero: %w", ErrNotSPD)
 	}
-	sigma := pow2Exp(a.NormInf()) // ‖2^σ·A‖∞ in [½, 1)
+	// The device solves for corrections in scaled coordinates y = S⁻¹x with
+	// the operator S·A·S (S a power-of-two diagonal, exact), so that a
+	// badly scaled matrix keeps an accurate fp16 image; without scaling S = I.
+	dop, sdiag := a, []float64(nil)
+	if set.Precond == nil {
+		if sop, sd := symmetricScaling(a); sop != nil {
+			dop, sdiag = sop, sd
+		}
+	}
+	sigma := pow2Exp(dop.NormInf()) // ‖2^σ·S·A·S‖∞ in [½, 1)
 
 	t0 := time.Now()
-	exe, err := cgProgram(dev, a, set.Precond, set.Unroll, sigma, compensated)
+	exe, err := cgProgram(dev, dop, set.Precond, set.Unroll, sigma, compensated)
 	res.Build = time.Since(t0)
 	if err != nil {
 		return res, err
 	}
 
 	r := make([]float64, n)
+	ry := make([]float64, n) // S·r: the residual in scaled coordinates
+	dy := make([]float64, n) // a correction in scaled coordinates
 	z := make([]float64, n)
 	w := make([]float64, n)
 	p := make([]float64, n)
@@ -97,8 +108,9 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 	rnorm := residual(r, a, res.X, b)
 	res.Residual = rnorm / bnorm
 	res.History = append(res.History, res.Residual)
+	rnormY := scaleBy(ry, sdiag, r)
 	// The first direction is the preconditioned residual.
-	applyPrecond(z, set.Precond, r)
+	applyPrecond(z, set.Precond, ry)
 	copy(p, z)
 
 	nu := vectorNorm(n)
@@ -114,7 +126,7 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 			return res, fmt.Errorf("krylov: CG reached relative residual %.3g after %d dispatches (MaxDispatches), Tol %.3g: %w", res.Residual, res.Dispatches, set.Tol, ErrNotConverged)
 		}
 		th := time.Now()
-		toFloat32(rIn, r, nu/rnorm)
+		toFloat32(rIn, ry, nu/rnormY)
 		toFloat32(pIn, p, nu/norm2(p))
 		res.Host += time.Since(th)
 
@@ -151,23 +163,31 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 		}
 
 		th = time.Now()
-		scale := math.Ldexp(rnorm/(nu*tau), sigma)
 		dmax := 0.0
+		clear(dy)
 		if compensated {
 			// The device returned its directions P and A·P; the host takes the
 			// A-norm-optimal step in the span of these and recent dispatches'.
 			if err := kept.addDispatch(out[0], out[1], out[5], math.Ldexp(1, -sigma), n); err != nil {
 				return res, err
 			}
-			kept.step(res.X, r)
+			kept.step(dy, ry)
 		} else {
+			scale := math.Ldexp(rnormY/(nu*tau), sigma)
 			d, dLo := out[0], out[1]
 			for i, v := range d {
-				res.X[i] += scale * (float64(v) + float64(dLo[i]))
+				dy[i] = scale * (float64(v) + float64(dLo[i]))
 				dmax = math.Max(dmax, math.Abs(float64(v)))
 			}
 		}
+		for i, v := range dy { // x += S·dy
+			if sdiag != nil {
+				v *= sdiag[i]
+			}
+			res.X[i] += v
+		}
 		rnorm = residual(r, a, res.X, b)
+		rnormY = scaleBy(ry, sdiag, r)
 		res.Residual = rnorm / bnorm
 		res.History = append(res.History, res.Residual)
 
@@ -176,12 +196,12 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 		for i, v := range dirU {
 			pU[i] = float64(v)
 		}
-		a.MulVecTo(w, pU)
+		dop.MulVecTo(w, pU)
 		pw := dot(pU, w)
 		if !(pw > 0) {
 			return res, fmt.Errorf("krylov: CG direction with pᵀAp = %.3g ≤ 0 after dispatch %d: %w", pw, res.Dispatches, ErrNotSPD)
 		}
-		applyPrecond(z, set.Precond, r)
+		applyPrecond(z, set.Precond, ry)
 		if compensated {
 			kept.conjugate(p, z) // A-conjugate to every kept direction
 		} else {
@@ -533,4 +553,16 @@ func (g *galerkin) conjugate(p, z []float64) {
 			p[i] -= tk * v
 		}
 	}
+}
+
+// scaleBy sets dst = S·x (dst = x when s is nil) and returns ‖dst‖₂.
+func scaleBy(dst, s, x []float64) float64 {
+	if s == nil {
+		copy(dst, x)
+	} else {
+		for i, v := range x {
+			dst[i] = s[i] * v
+		}
+	}
+	return norm2(dst)
 }
