@@ -147,6 +147,15 @@ func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 	}
 
 	m := min(st.Restart, n)
+	// Badly scaled dense matrices are equilibrated before they reach the
+	// device: the cycles work on R·A·C (exact power-of-two scalings) with
+	// the residual R·r, and their correction d becomes C·d; the host keeps
+	// the original system.
+	dop, rs, cs := a, []float64(nil), []float64(nil)
+	if sop, r0, c0 := twoSidedScaling(a); sop != nil {
+		dop, rs, cs = sop, r0, c0
+		normA = dop.NormInf()
+	}
 	sigma := pow2Exp(normA)
 	tau := gmresTau
 	x := res.X
@@ -154,6 +163,7 @@ func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 	d := make([]float64, n)
 	xt := make([]float64, n)
 	r1 := make([]float64, n)
+	ry := make([]float64, n)
 	in := make([]float32, n)
 	var ls gmresLS
 
@@ -181,12 +191,13 @@ func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 		}
 
 		t0 := time.Now()
-		prog, err := gmresProgramFor(dev, a, n, m, sigma, tau)
+		prog, err := gmresProgramFor(dev, dop, n, m, sigma, tau)
 		res.Build += time.Since(t0)
 		if err != nil {
 			return finish(err)
 		}
-		toFloat32(in, r, math.Ldexp(1/beta, tau))
+		betaY := scaleBy(ry, rs, r) // R·r
+		toFloat32(in, ry, math.Ldexp(1/betaY, tau))
 		t0 = time.Now()
 		out, err := prog.exe.Run([][]float32{in})
 		res.Device += time.Since(t0)
@@ -213,9 +224,12 @@ func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 				d[i] += c * float64(v)
 			}
 		}
-		f := math.Ldexp(beta, sigma-tau)
+		f := math.Ldexp(betaY, sigma-tau)
 		for i := range x {
 			d[i] *= f
+			if cs != nil {
+				d[i] *= cs[i]
+			}
 			xt[i] = x[i] + d[i]
 		}
 		// r1 = b − A·(x + d) is the float64 residual of the full step. If
@@ -224,13 +238,20 @@ func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 		// already minimizes over a space that holds d) gives
 		// r − α·A·d = (1 − α)·r + α·r1, a combination of two float64
 		// residuals, so no second product with A is needed.
+		// With equilibration the cycle minimized ‖R·(r − A·d)‖₂, so the guard
+		// weighs the residuals by R as well.
 		alpha := 1.0
-		if beta1 := residual(r1, a, xt, b); !(beta1 < beta) {
+		residual(r1, a, xt, b)
+		if beta1 := weightedNorm(rs, r1); !(beta1 < betaY) {
 			num, den := 0.0, 0.0
 			for i, ri := range r {
+				w := 1.0
+				if rs != nil {
+					w = rs[i] * rs[i]
+				}
 				ad := ri - r1[i]
-				num += ri * ad
-				den += ad * ad
+				num += w * ri * ad
+				den += w * ad * ad
 			}
 			alpha = 0
 			if den > 0 {
@@ -431,4 +452,16 @@ func concatTree(g *dataflow.Graph, axis int, xs []dataflow.Value) dataflow.Value
 		xs = next
 	}
 	return xs[0]
+}
+
+// weightedNorm is ‖diag(w)·x‖₂ (‖x‖₂ for nil w).
+func weightedNorm(w, x []float64) float64 {
+	if w == nil {
+		return norm2(x)
+	}
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = w[i] * v
+	}
+	return norm2(y)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/precision"
 )
 
 // Operator is a square linear operator A that the solvers apply both on the
@@ -315,4 +316,51 @@ func symmetricScaling(a Operator) (Operator, []float64) {
 	}
 	scaledOps.Store(d, scaled{sa, s})
 	return sa, s
+}
+
+var equilibratedOps sync.Map // *denseOp → equilibrated
+
+type equilibrated struct {
+	op   Operator
+	r, c []float64
+}
+
+// twoSidedScaling returns R·A·C for the power-of-two row and column scalings
+// of precision.Equilibrate (Higham, Pranesh and Zounon 2019, Alg. 2.1), and
+// R and C, when A is dense and its row or column scales span more than
+// scalingRange; otherwise nil. For GMRES, which needs no symmetry.
+func twoSidedScaling(a Operator) (Operator, []float64, []float64) {
+	d, ok := a.(*denseOp)
+	if !ok {
+		return nil, nil, nil
+	}
+	if v, ok := equilibratedOps.Load(d); ok {
+		e := v.(equilibrated)
+		return e.op, e.r, e.c
+	}
+	r, c, err := precision.Equilibrate(mat.NewDense(d.n, d.n, d.a))
+	if err != nil || (spread(r) <= scalingRange && spread(c) <= scalingRange) {
+		return nil, nil, nil
+	}
+	sa := &denseOp{n: d.n, a: make([]float64, len(d.a)), id: nextID()}
+	for i := range d.n {
+		row := 0.0
+		for j := range d.n {
+			v := r[i] * d.a[i*d.n+j] * c[j]
+			sa.a[i*d.n+j] = v
+			row += math.Abs(v)
+		}
+		sa.norm = math.Max(sa.norm, row)
+	}
+	equilibratedOps.Store(d, equilibrated{sa, r, c})
+	return sa, r, c
+}
+
+// spread is max(x)/min(x) for positive x.
+func spread(x []float64) float64 {
+	lo, hi := math.Inf(1), 0.0
+	for _, v := range x {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	return hi / lo
 }
