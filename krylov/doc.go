@@ -11,9 +11,10 @@
 // Invariants:
 //
 //   - Every device vector is scaled into fp16's comfortable range: the
-//     operator by a power of two (‖2^σ·A‖∞ < 1) and, for CG on a dense
-//     matrix whose diagonal spans more than 16×, symmetrically by a
-//     power-of-two diagonal S (the device works on S·A·S, the host on A), vectors to a fixed norm
+//     operator by a power of two (‖2^σ·A‖∞ < 1) and, for a badly scaled
+//     dense matrix, by power-of-two diagonals: CG works on S·A·S (S from the
+//     diagonal), GMRES on R·A·C (precision.Equilibrate), while the host keeps
+//     the original system, vectors to a fixed norm
 //     near √n/2, and any vector whose norm may grow is first divided by its
 //     largest entry. Every dot product is a matmul (the engine's wide
 //     accumulator), never a reduce_sum (an fp16 accumulator).
