@@ -304,16 +304,7 @@ func symmetricScaling(a Operator) (Operator, []float64) {
 	for i, v := range diag {
 		s[i] = math.Exp2(-math.Round(math.Log2(v) / 2))
 	}
-	sa := &denseOp{n: d.n, a: make([]float64, len(d.a)), id: nextID()}
-	for i := range d.n {
-		row := 0.0
-		for j := range d.n {
-			v := s[i] * d.a[i*d.n+j] * s[j]
-			sa.a[i*d.n+j] = v
-			row += math.Abs(v)
-		}
-		sa.norm = math.Max(sa.norm, row)
-	}
+	sa := d.scaled(s, s)
 	scaledOps.Store(d, scaled{sa, s})
 	return sa, s
 }
@@ -342,16 +333,7 @@ func twoSidedScaling(a Operator) (Operator, []float64, []float64) {
 	if err != nil || (spread(r) <= scalingRange && spread(c) <= scalingRange) {
 		return nil, nil, nil
 	}
-	sa := &denseOp{n: d.n, a: make([]float64, len(d.a)), id: nextID()}
-	for i := range d.n {
-		row := 0.0
-		for j := range d.n {
-			v := r[i] * d.a[i*d.n+j] * c[j]
-			sa.a[i*d.n+j] = v
-			row += math.Abs(v)
-		}
-		sa.norm = math.Max(sa.norm, row)
-	}
+	sa := d.scaled(r, c)
 	equilibratedOps.Store(d, equilibrated{sa, r, c})
 	return sa, r, c
 }
@@ -363,4 +345,19 @@ func spread(x []float64) float64 {
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
 	return hi / lo
+}
+
+// scaled returns diag(r)·A·diag(c) as a new operator.
+func (d *denseOp) scaled(r, c []float64) *denseOp {
+	sa := &denseOp{n: d.n, a: make([]float64, len(d.a)), id: nextID()}
+	for i := range d.n {
+		row := 0.0
+		for j := range d.n {
+			v := r[i] * d.a[i*d.n+j] * c[j]
+			sa.a[i*d.n+j] = v
+			row += math.Abs(v)
+		}
+		sa.norm = math.Max(sa.norm, row)
+	}
+	return sa
 }
