@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/anemone-go/anemone/dataflow"
-	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
 )
@@ -298,12 +297,9 @@ func cgProgram(dev shim.Device, a Operator, m Preconditioner, unroll, sigma int,
 		}
 	}
 	g := cgGraph(n, apply, m, unroll, compensated)
-	exe, err := shim.Build(dev, g)
+	exe, err := build(dev, g, fmt.Sprintf("CG program for n = %d", n))
 	if err != nil {
-		if errors.Is(err, lower.ErrUnsupported) {
-			return nil, fmt.Errorf("krylov: CG program for n = %d: %w", a.Dims(), errors.Join(ErrUnsupported, err))
-		}
-		return nil, fmt.Errorf("krylov: CG program: %w", err)
+		return nil, err
 	}
 	cgPrograms.Store(key, exe)
 	return exe, nil

@@ -1,7 +1,12 @@
 package krylov
 
 import (
+	"errors"
+	"fmt"
 	"sync"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/lower"
 
 	"github.com/anemone-go/anemone/shim"
 )
@@ -17,4 +22,18 @@ var (
 func defaultDevice() (shim.Device, error) {
 	defaultOnce.Do(func() { defaultDev, defaultErr = shim.Open("") })
 	return defaultDev, defaultErr
+}
+
+// build lowers and compiles g on dev. A program the target cannot run (too
+// long a vector, say) is an error wrapping ErrUnsupported as well as the
+// lowering or device error; what names the program in the message.
+func build(dev shim.Device, g *dataflow.Graph, what string) (shim.Executable, error) {
+	exe, err := shim.Build(dev, g)
+	if err == nil {
+		return exe, nil
+	}
+	if errors.Is(err, lower.ErrUnsupported) || errors.Is(err, shim.ErrUnsupported) {
+		return nil, fmt.Errorf("krylov: %s: %w", what, errors.Join(ErrUnsupported, err))
+	}
+	return nil, fmt.Errorf("krylov: %s: %w", what, err)
 }

@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/anemone-go/anemone/dataflow"
-	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
 )
 
@@ -178,12 +177,9 @@ func gcrProgram(dev shim.Device, a Operator, m, sigma int, nu float64) (shim.Exe
 	if err != nil {
 		return nil, err
 	}
-	exe, err := shim.Build(dev, gcrGraph(a.Dims(), m, nu, apply))
+	exe, err := build(dev, gcrGraph(a.Dims(), m, nu, apply), fmt.Sprintf("compensated GMRES program for n = %d", a.Dims()))
 	if err != nil {
-		if errors.Is(err, lower.ErrUnsupported) {
-			return nil, fmt.Errorf("krylov: compensated GMRES program for n = %d: %w", a.Dims(), errors.Join(ErrUnsupported, err))
-		}
-		return nil, fmt.Errorf("krylov: compensated GMRES program: %w", err)
+		return nil, err
 	}
 	gcrPrograms.Store(key, exe)
 	return exe, nil

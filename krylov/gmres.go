@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/anemone-go/anemone/dataflow"
-	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
 )
@@ -363,12 +362,9 @@ func gmresProgramFor(dev shim.Device, a Operator, n, m, sigma, tau int) (*gmresP
 	if err != nil {
 		return nil, err
 	}
-	exe, err := shim.Build(dev, g)
+	exe, err := build(dev, g, fmt.Sprintf("GMRES(%d) on n = %d", m, n))
 	if err != nil {
-		if errors.Is(err, lower.ErrUnsupported) || errors.Is(err, shim.ErrUnsupported) {
-			return nil, fmt.Errorf("krylov: GMRES(%d) on n = %d: %w: %w", m, n, ErrUnsupported, err)
-		}
-		return nil, fmt.Errorf("krylov: GMRES(%d) on n = %d: %w", m, n, err)
+		return nil, err
 	}
 	p := &gmresProgram{exe: exe}
 	if cacheable {
