@@ -18,10 +18,6 @@ var buildInfo = []mil.KV{
 	{Key: "coremltools-version", Value: "9.0"},
 }
 
-// inlineLimit: consts with fewer elements are written inline, larger ones go
-// to the weight file, as coremltools decides (MIL_OPS §1).
-const inlineLimit = 10
-
 // emitter writes one MIL function for a legalized graph.
 type emitter struct {
 	t     Target
@@ -77,35 +73,74 @@ func ref(name string) *mil.Ref { return &mil.Ref{Name: name} }
 
 func arg(name string, v mil.Expr) mil.Arg { return mil.Arg{Name: name, Value: v} }
 
-// fp16Literal checks that every value fits fp16 and returns them rounded.
+// fp16Values checks that every value fits fp16's normal range (or is
+// exactly zero) and returns them rounded. Subnormal constants are refused:
+// whether the engine flushes them is unmeasured, so no program depends on
+// them; a nonzero value that rounds to zero would silently drop a term.
 func fp16Values(what string, data []float64) ([]float64, error) {
 	out := make([]float64, len(data))
 	for i, v := range data {
 		h := fp16.FromFloat64(v)
-		if math.IsNaN(v) || h.IsInf() {
+		r := h.Float64()
+		switch {
+		case math.IsNaN(v) || h.IsInf():
 			return nil, fmt.Errorf("lower: %s element %d is %g, beyond fp16's range ±%g: %w", what, i, v, fp16.MaxValue, ErrRange)
+		case v != 0 && math.Abs(r) < minNormal:
+			return nil, fmt.Errorf("lower: %s element %d is %g, below fp16's normal range (%g) and so subnormal or zero on the device: fold a power-of-two scale elsewhere or drop the term: %w", what, i, v, minNormal, ErrRange)
 		}
-		out[i] = h.Float64()
+		out[i] = r
 	}
 	return out, nil
 }
+
+// weightValues rounds a tensor constant to fp16. Elements below fp16's
+// normal range are flushed to zero when that is below the tensor's own
+// resolution — its largest magnitude is at least 2⁻³, so every flushed
+// element is under u = 2⁻¹¹ of it — and refused otherwise (the tensor
+// should have been scaled). The program then computes the same thing
+// whether or not an engine flushes subnormals.
+func weightValues(what string, data []float64) ([]float64, error) {
+	peak := 0.0
+	for _, v := range data {
+		peak = math.Max(peak, math.Abs(v))
+	}
+	flushable := peak >= minNormal*0x1p11
+	tmp := make([]float64, len(data))
+	for i, v := range data {
+		if flushable && math.Abs(v) < minNormal {
+			v = 0
+		}
+		tmp[i] = v
+	}
+	return fp16Values(what, tmp)
+}
+
+// minNormal is fp16's smallest normal magnitude, 2⁻¹⁴.
+const minNormal = 0x1p-14
 
 func (e *emitter) emitConst(n *dataflow.Node) error {
 	base := n.Name
 	if base == "" {
 		base = fmt.Sprintf("c%d", n.ID)
 	}
-	vals, err := fp16Values(fmt.Sprintf("constant %q", base), n.Data)
+	what := fmt.Sprintf("constant %q", base)
+	var vals []float64
+	var err error
+	if len(n.Shape) == 0 {
+		vals, err = fp16Values(what, n.Data)
+	} else {
+		vals, err = weightValues(what, n.Data)
+	}
 	if err != nil {
 		return err
 	}
+	// Scalars are written inline, as every public program writes them;
+	// every tensor goes to the weight file (no public program on the
+	// engine uses an inline fp16 tensor literal).
 	var lit *mil.Literal
-	switch {
-	case len(n.Shape) == 0:
+	if len(n.Shape) == 0 {
 		lit = mil.FP16(vals[0])
-	case len(vals) < inlineLimit:
-		lit = &mil.Literal{Type: typ(n.Shape), Floats: vals}
-	default:
+	} else {
 		off := e.blob.Add(mil.BlobFP16, mil.FP16Data(vals))
 		lit = mil.BlobTensor(typ(n.Shape), WeightPath, off)
 	}
@@ -123,21 +158,52 @@ func (e *emitter) emitConst(n *dataflow.Node) error {
 	return nil
 }
 
-// emitInput declares the device input [1, C, 1, S] and recovers the logical
-// tensor: slice off the row padding, reshape to the logical shape.
-func (e *emitter) emitInput(n *dataflow.Node, spec IOSpec) {
-	e.fn.Inputs = append(e.fn.Inputs, mil.Var{Type: mil.TensorType("fp16", spec.DeviceShape...), Name: n.Name})
-	v := n.Name
+// declareInputs names the input surfaces and declares them as main's
+// inputs. A surface that is exactly one input's layout takes that input's
+// name; a packed surface of several takes a fresh name.
+func (e *emitter) declareInputs(prog *Program) {
+	for i := range prog.InputSurfaces {
+		surf := &prog.InputSurfaces[i]
+		var band []IOSpec
+		for _, s := range prog.Inputs {
+			if s.Surface == i {
+				band = append(band, s)
+			}
+		}
+		if len(band) == 1 && band[0].Rows() == surf.Rows() && band[0].RowLen() == surf.Stride() || !e.t.PackedIO {
+			surf.Name = band[0].Name
+		} else {
+			surf.Name = e.fresh("input")
+		}
+		e.fn.Inputs = append(e.fn.Inputs, mil.Var{Type: mil.TensorType("fp16", surf.Shape...), Name: surf.Name})
+	}
+}
+
+// emitInput recovers a logical input from its surface: slice its band
+// (channel offset, never a width offset: see Target.WidthSliceClamp),
+// dropping the row padding, then reshape to the logical shape. The last
+// op takes the input's name.
+func (e *emitter) emitInput(n *dataflow.Node, spec IOSpec, surfaces []Surface) {
+	surf := surfaces[spec.Surface]
 	c, rowLen := spec.Rows(), spec.RowLen()
-	if spec.Stride() != rowLen {
-		out := e.fresh(n.Name + "_unpad")
+	whole := spec.Channel == 0 && c == surf.Rows() && rowLen == surf.Stride()
+	reshape := !dataflow.Shape(n.Shape).Equal(dataflow.Shape{1, c, 1, rowLen})
+	v := surf.Name
+	if !whole {
+		out := n.Name
+		if reshape {
+			out = e.fresh(n.Name + "_band")
+		}
 		v = e.op(mil.TensorType("fp16", 1, c, 1, rowLen), out, "slice_by_size",
-			arg("begin", ref(e.constant(out+"_begin", mil.Int32s(0, 0, 0, 0)))),
+			arg("begin", ref(e.constant(out+"_begin", mil.Int32s(0, spec.Channel, 0, 0)))),
 			arg("size", ref(e.constant(out+"_size", mil.Int32s(1, c, 1, rowLen)))),
 			arg("x", ref(v)))
 	}
-	if !dataflow.Shape(n.Shape).Equal(dataflow.Shape{1, c, 1, rowLen}) {
-		out := e.fresh(n.Name + "_logical")
+	if reshape {
+		out := n.Name
+		if v == n.Name {
+			out = e.fresh(n.Name + "_logical")
+		}
 		v = e.reshape(v, out, n.Shape)
 	}
 	e.vars[n.ID] = v
@@ -151,21 +217,82 @@ func (e *emitter) reshape(x, out string, shape dataflow.Shape) string {
 		arg("x", ref(x)))
 }
 
-// emitOutput lays a logical value out as the device output [1, C, 1, S].
-func (e *emitter) emitOutput(name string, n *dataflow.Node, spec IOSpec) {
+// band lays a logical value out as rows [1, C, 1, S] of its surface,
+// padding each row with zeros past the logical row length; the result is
+// named out.
+func (e *emitter) band(v string, shape dataflow.Shape, spec IOSpec, out string) string {
 	c, rowLen, stride := spec.Rows(), spec.RowLen(), spec.Stride()
-	v := e.vars[n.ID]
 	if stride == rowLen {
-		e.reshape(v, name, dataflow.Shape{1, c, 1, rowLen})
-	} else {
-		v = e.reshape(v, e.fresh(name+"_rows"), dataflow.Shape{1, c, 1, rowLen})
-		e.op(mil.TensorType("fp16", spec.DeviceShape...), name, "pad",
-			arg("constant_val", ref(e.constant(name+"_pad_value", mil.FP16(0)))),
-			arg("mode", ref(e.constant(name+"_pad_mode", mil.String("constant")))),
-			arg("pad", ref(e.constant(name+"_pad", mil.Int32s(0, 0, 0, 0, 0, 0, 0, stride-rowLen)))),
-			arg("x", ref(v)))
+		return e.reshape(v, out, dataflow.Shape{1, c, 1, rowLen})
 	}
-	e.fn.Outputs = append(e.fn.Outputs, name)
+	if !shape.Equal(dataflow.Shape{1, c, 1, rowLen}) {
+		v = e.reshape(v, e.fresh(out+"_rows"), dataflow.Shape{1, c, 1, rowLen})
+	}
+	return e.op(mil.TensorType("fp16", 1, c, 1, stride), out, "pad",
+		arg("constant_val", ref(e.constant(out+"_pad_value", mil.FP16(0)))),
+		arg("mode", ref(e.constant(out+"_pad_mode", mil.String("constant")))),
+		arg("pad", ref(e.constant(out+"_pad", mil.Int32s(0, 0, 0, 0, 0, 0, 0, stride-rowLen)))),
+		arg("x", ref(v)))
+}
+
+// emitOutputs writes the output surfaces: a lone output is its surface,
+// under its own name; packed outputs are stacked along the channel axis by
+// a tree of binary concats.
+func (e *emitter) emitOutputs(g *dataflow.Graph, prog *Program) {
+	outs := g.Outputs()
+	for si := range prog.OutputSurfaces {
+		surf := &prog.OutputSurfaces[si]
+		var idx []int
+		for i, s := range prog.Outputs {
+			if s.Surface == si {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 1 {
+			o := outs[idx[0]]
+			surf.Name = e.band(e.vars[o.Node], e.nodes[o.Node].Shape, prog.Outputs[idx[0]], o.Name)
+		} else {
+			vals := make([]string, len(idx))
+			shapes := make([][]int, len(idx))
+			for j, i := range idx {
+				o := outs[i]
+				vals[j] = e.band(e.vars[o.Node], e.nodes[o.Node].Shape, prog.Outputs[i], e.fresh(o.Name+"_band"))
+				shapes[j] = []int{1, prog.Outputs[i].Rows(), 1, surf.Stride()}
+			}
+			surf.Name = e.concatTree(vals, shapes, 1, e.fresh("output"))
+		}
+		e.fn.Outputs = append(e.fn.Outputs, surf.Name)
+	}
+}
+
+// concatTree concatenates vals (of the given shapes) along axis with
+// binary concats only — the engine's compiler takes exactly two inputs on
+// some routes — and names the result out.
+func (e *emitter) concatTree(vals []string, shapes [][]int, axis int, out string) string {
+	if len(vals) == 1 {
+		return vals[0]
+	}
+	mid := (len(vals) + 1) / 2
+	var left, right string
+	if mid == 1 {
+		left = vals[0]
+	} else {
+		left = e.concatTree(vals[:mid], shapes[:mid], axis, e.fresh(out+"_l"))
+	}
+	if len(vals)-mid == 1 {
+		right = vals[mid]
+	} else {
+		right = e.concatTree(vals[mid:], shapes[mid:], axis, e.fresh(out+"_r"))
+	}
+	shape := append([]int{}, shapes[0]...)
+	shape[axis] = 0
+	for _, s := range shapes {
+		shape[axis] += s[axis]
+	}
+	return e.op(mil.TensorType("fp16", shape...), out, "concat",
+		arg("axis", ref(e.constant(out+"_axis", mil.Int32(axis)))),
+		arg("interleave", ref(e.constant(out+"_interleave", mil.Bool(false)))),
+		arg("values", &mil.Tuple{Elems: []mil.Expr{ref(left), ref(right)}}))
 }
 
 // ints converts to the int slice of an int32 literal.
@@ -243,6 +370,9 @@ func (e *emitter) emitOp(n *dataflow.Node) error {
 		if beta != nil {
 			args = append(args, arg("beta", beta))
 		}
+		if eps := a.Epsilon; eps < 0 || eps != 0 && eps < minNormal || eps > fp16.MaxValue {
+			return fmt.Errorf("lower: node %d: layer_norm epsilon %g is outside fp16's normal range: use 0 or a value in [2⁻¹⁴ ≈ 6.1e-5, 65504] (scale the input instead of shrinking epsilon): %w", n.ID, eps, ErrRange)
+		}
 		args = append(args, arg("epsilon", k("epsilon", mil.FP16(fp16.Round64(a.Epsilon)))))
 		if gamma != nil {
 			args = append(args, arg("gamma", gamma))
@@ -253,14 +383,20 @@ func (e *emitter) emitOp(n *dataflow.Node) error {
 	case dataflow.OpTranspose:
 		e.op(t, out, "transpose", arg("perm", k("perm", ints(a.Perm))), arg("x", in(0)))
 	case dataflow.OpConcat:
-		vals := &mil.Tuple{}
-		for i := range n.Inputs {
-			vals.Elems = append(vals.Elems, in(i))
+		if len(n.Inputs) == 1 {
+			e.vars[n.ID] = e.vars[n.Inputs[0]]
+			return nil
 		}
-		e.op(t, out, "concat",
-			arg("axis", k("axis", mil.Int32(a.Axis))),
-			arg("interleave", k("interleave", mil.Bool(false))),
-			arg("values", vals))
+		vals := make([]string, len(n.Inputs))
+		shapes := make([][]int, len(n.Inputs))
+		for i, id := range n.Inputs {
+			vals[i], shapes[i] = e.vars[id], e.nodes[id].Shape
+		}
+		axis := a.Axis
+		if axis < 0 {
+			axis += len(n.Shape)
+		}
+		e.concatTree(vals, shapes, axis, out)
 	case dataflow.OpSlice:
 		e.op(t, out, "slice_by_size",
 			arg("begin", k("begin", ints(a.Begin))),

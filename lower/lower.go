@@ -79,15 +79,10 @@ func checkLimits(g *dataflow.Graph, t Target) error {
 	return nil
 }
 
-// ioSpec is the device layout of a logical tensor on target t.
+// ioSpec is the device layout of a logical tensor on target t, in a
+// surface of its own.
 func ioSpec(t Target, name string, shape dataflow.Shape) (IOSpec, error) {
-	rows, rowLen := 1, 1
-	if r := len(shape); r > 0 {
-		rowLen = shape[r-1]
-		for _, d := range shape[:r-1] {
-			rows *= d
-		}
-	}
+	rows, rowLen := rowsOf(shape)
 	if rows > t.MaxChannels {
 		return IOSpec{}, fmt.Errorf("lower: %q of shape %v needs %d device rows, over target %s's channel limit of %d: %w", name, shape, rows, t.Name, t.MaxChannels, ErrUnsupported)
 	}
@@ -96,6 +91,50 @@ func ioSpec(t Target, name string, shape dataflow.Shape) (IOSpec, error) {
 		Shape:       append([]int{}, shape...),
 		DeviceShape: []int{1, rows, 1, t.RowLength(rowLen)},
 	}, nil
+}
+
+// rowsOf is a logical shape's device rows and row length.
+func rowsOf(shape dataflow.Shape) (rows, rowLen int) {
+	rows, rowLen = 1, 1
+	if r := len(shape); r > 0 {
+		rowLen = shape[r-1]
+		for _, d := range shape[:r-1] {
+			rows *= d
+		}
+	}
+	return rows, rowLen
+}
+
+// layout gives each logical tensor its band. Without packing every tensor
+// is a surface of its own; with packing they are stacked along the
+// channel axis of one surface whose stride fits the longest row.
+func layout(t Target, specs []IOSpec, packed bool, kind string) ([]IOSpec, []Surface, error) {
+	if !packed {
+		surf := make([]Surface, len(specs))
+		for i := range specs {
+			specs[i].Surface = i
+			surf[i] = Surface{Name: specs[i].Name, Shape: append([]int{}, specs[i].DeviceShape...)}
+		}
+		return specs, surf, nil
+	}
+	if len(specs) == 0 {
+		return specs, nil, nil
+	}
+	stride, rows := 0, 0
+	for _, s := range specs {
+		stride = max(stride, s.Stride())
+		rows += s.Rows()
+	}
+	if rows > t.MaxChannels {
+		return nil, nil, fmt.Errorf("lower: the %ss need %d device rows together, over target %s's channel limit of %d: %w", kind, rows, t.Name, t.MaxChannels, ErrUnsupported)
+	}
+	ch := 0
+	for i := range specs {
+		specs[i].DeviceShape[3] = stride
+		specs[i].Channel = ch
+		ch += specs[i].Rows()
+	}
+	return specs, []Surface{{Shape: []int{1, rows, 1, stride}}}, nil
 }
 
 func emit(g *dataflow.Graph, t Target) (*Program, error) {
@@ -116,6 +155,9 @@ func emit(g *dataflow.Graph, t Target) (*Program, error) {
 	}
 	for _, o := range g.Outputs() {
 		e.used[o.Name] = true
+		if n := nodes[o.Node]; n.Op == dataflow.OpInput || n.Op == dataflow.OpConst {
+			return nil, fmt.Errorf("lower: output %q is the graph's %s %q itself: a program must compute something (the engine's compiler crashes on empty programs); return it from the host instead: %w", o.Name, n.Op, n.Name, ErrUnsupported)
+		}
 	}
 	prog := &Program{Target: t.Name}
 	for _, id := range g.Inputs() {
@@ -126,12 +168,27 @@ func emit(g *dataflow.Graph, t Target) (*Program, error) {
 		}
 		prog.Inputs = append(prog.Inputs, spec)
 	}
+	for _, o := range g.Outputs() {
+		spec, err := ioSpec(t, o.Name, nodes[o.Node].Shape)
+		if err != nil {
+			return nil, err
+		}
+		prog.Outputs = append(prog.Outputs, spec)
+	}
+	var err error
+	if prog.Inputs, prog.InputSurfaces, err = layout(t, prog.Inputs, t.PackedIO, "input"); err != nil {
+		return nil, err
+	}
+	if prog.Outputs, prog.OutputSurfaces, err = layout(t, prog.Outputs, t.PackedIO, "output"); err != nil {
+		return nil, err
+	}
+	e.declareInputs(prog)
 	inputIdx := 0
 	for _, n := range nodes {
 		var err error
 		switch n.Op {
 		case dataflow.OpInput:
-			e.emitInput(n, prog.Inputs[inputIdx])
+			e.emitInput(n, prog.Inputs[inputIdx], prog.InputSurfaces)
 			inputIdx++
 		case dataflow.OpConst:
 			err = e.emitConst(n)
@@ -142,15 +199,7 @@ func emit(g *dataflow.Graph, t Target) (*Program, error) {
 			return nil, err
 		}
 	}
-	for _, o := range g.Outputs() {
-		n := nodes[o.Node]
-		spec, err := ioSpec(t, o.Name, n.Shape)
-		if err != nil {
-			return nil, err
-		}
-		prog.Outputs = append(prog.Outputs, spec)
-		e.emitOutput(o.Name, n, spec)
-	}
+	e.emitOutputs(g, prog)
 	p := &mil.Program{Version: "1.3", BuildInfo: buildInfo, Functions: []*mil.Function{e.fn}}
 	prog.MIL = mil.Print(p)
 	if e.blob.Len() > 0 {
@@ -161,6 +210,9 @@ func emit(g *dataflow.Graph, t Target) (*Program, error) {
 	h.Write([]byte{0})
 	h.Write(prog.Blob)
 	prog.Hash = hex.EncodeToString(h.Sum(nil))
+	if err := Lint(prog, t); err != nil {
+		return nil, fmt.Errorf("lower: the emitted program breaks a hardware rule (a lowering bug; please report it): %w", err)
+	}
 	return prog, nil
 }
 

@@ -40,7 +40,7 @@ func everyOp(t testing.TB) *dataflow.Graph {
 	s2 := g.ReduceMean(m, []int{0}, false)
 	s3 := g.ReduceMax(m2, []int{1}, true)
 	sm := g.Softmax(m, -1)
-	ln := g.LayerNorm(p, []int{-1}, gamma, dataflow.Value{}, 1e-5)
+	ln := g.LayerNorm(p, []int{-1}, gamma, dataflow.Value{}, 1e-4)
 	c := g.Conv2D(img, w, dataflow.Conv2DOptions{Strides: [2]int{1, 2}, Pads: [4]int{1, 1, 0, 2}, Groups: 2})
 	r := g.Reshape(c, dataflow.Shape{6, -1})
 	cat := g.Concat(1, sm, g.Mul(s, s3))
@@ -78,15 +78,45 @@ func TestLowerEveryOpRoundTrips(t *testing.T) {
 	for _, want := range []string{"conv(", "pow(", "matmul(", "layer_norm(", "pad(", "slice_by_size(", "func main<ios18>", "program(1.3)"} {
 		require.Contains(t, text, want)
 	}
-	// I/O signature: logical shape and padded [1, C, 1, S] device shape.
+	// I/O signature: the packed target stacks the inputs as bands of one
+	// surface whose stride fits the longest padded row (64), and the
+	// outputs likewise.
+	require.Equal(t, []IOSpec{
+		{Name: "x", Shape: []int{3, 40}, DeviceShape: []int{1, 3, 1, 64}, Channel: 0},
+		{Name: "y", Shape: []int{1, 40}, DeviceShape: []int{1, 1, 1, 64}, Channel: 3},
+		{Name: "img", Shape: []int{1, 4, 9, 11}, DeviceShape: []int{1, 36, 1, 64}, Channel: 4},
+	}, p.Inputs)
+	require.Equal(t, []Surface{{Name: "input", Shape: []int{1, 40, 1, 64}}}, p.InputSurfaces)
+	require.Len(t, p.OutputSurfaces, 1)
+	require.Equal(t, "mean", p.Outputs[1].Name)
+	fn := parsed.Functions[0]
+	require.Len(t, fn.Inputs, 1)
+	require.Equal(t, []string{p.OutputSurfaces[0].Name}, fn.Outputs)
+	require.Equal(t, mil.TensorType("fp16", p.InputSurfaces[0].Shape...), fn.Inputs[0].Type)
+	rows := 0
+	for i, o := range p.Outputs {
+		require.Equal(t, rows, o.Channel, "output %d", i)
+		require.Equal(t, p.OutputSurfaces[0].Stride(), o.Stride())
+		rows += o.Rows()
+	}
+	require.Equal(t, rows, p.OutputSurfaces[0].Rows())
+	require.NotContains(t, text, "interleave = cat_interleave, values = (cat_l", "no concat of more than two")
+
+	// Unpacked (a target without PackedIO): a surface per tensor, each
+	// padded to its own row length.
+	loose := TargetSim
+	loose.PackedIO = false
+	p, err = Lower(everyOp(t), loose)
+	require.NoError(t, err)
 	require.Equal(t, []IOSpec{
 		{Name: "x", Shape: []int{3, 40}, DeviceShape: []int{1, 3, 1, 64}},
-		{Name: "y", Shape: []int{1, 40}, DeviceShape: []int{1, 1, 1, 64}},
-		{Name: "img", Shape: []int{1, 4, 9, 11}, DeviceShape: []int{1, 36, 1, 32}},
+		{Name: "y", Shape: []int{1, 40}, DeviceShape: []int{1, 1, 1, 64}, Surface: 1},
+		{Name: "img", Shape: []int{1, 4, 9, 11}, DeviceShape: []int{1, 36, 1, 32}, Surface: 2},
 	}, p.Inputs)
-	require.Equal(t, "mean", p.Outputs[1].Name)
 	require.Equal(t, []int{1, 1, 1, 32}, p.Outputs[1].DeviceShape)
-	fn := parsed.Functions[0]
+	parsed, err = mil.Parse(p.MIL)
+	require.NoError(t, err)
+	fn = parsed.Functions[0]
 	require.Equal(t, []string{"cat", "mean", "conv", "pad"}, fn.Outputs)
 	for i, in := range fn.Inputs {
 		require.Equal(t, p.Inputs[i].Name, in.Name)
@@ -121,7 +151,7 @@ func TestBlobOffsetsPointAtMetadata(t *testing.T) {
 		}
 		lit := op.Attr("val").(*mil.Literal)
 		if lit.Blob == nil {
-			require.Less(t, lit.Type.Elements(), inlineLimit, "small consts are inline")
+			require.False(t, lit.Type.DType == "fp16" && len(lit.Type.Shape) > 0, "fp16 tensor %s is inline; tensors go to the blob", op.Name())
 			continue
 		}
 		seen++
@@ -394,5 +424,5 @@ func Example() {
 	}
 	// Output:
 	// [1 1 1 64] [1 1 1 64]
-	// tensor<fp16, [1, 40]> v1 = relu(x = x_logical)[name = string("v1")];
+	// tensor<fp16, [1, 40]> v1 = relu(x = x)[name = string("v1")];
 }

@@ -5,25 +5,52 @@ package lower
 const WeightPath = "@model_path/weights/weight.bin"
 
 // Program is a lowered ANE program: what a device compiles.
+//
+// Inputs and Outputs are the graph's logical tensors; InputSurfaces and
+// OutputSurfaces are the buffers the device binds, the inputs and
+// outputs of the MIL function main. On a target with PackedIO there is
+// one surface each way and every logical tensor occupies a band of its
+// rows; otherwise each logical tensor has a surface of its own.
 type Program struct {
-	MIL     []byte   // the MIL text
-	Blob    []byte   // the weight file's bytes; empty when the program has no weights
-	Inputs  []IOSpec // in the graph's input order
-	Outputs []IOSpec // in the graph's output order
-	Target  string   // the target it was lowered for
-	Hash    string   // hex SHA-256 of the MIL text and the blob
+	MIL            []byte    // the MIL text
+	Blob           []byte    // the weight file's bytes; empty when the program has no weights
+	Inputs         []IOSpec  // in the graph's input order
+	Outputs        []IOSpec  // in the graph's output order
+	InputSurfaces  []Surface // main's inputs, in declaration order
+	OutputSurfaces []Surface // main's outputs, in return order
+	Target         string    // the target it was lowered for
+	Hash           string    // hex SHA-256 of the MIL text and the blob
 }
 
-// IOSpec describes one program input or output: its logical row-major shape,
-// as the graph states it, and the padded [1, C, 1, S] shape the device sees.
+// Surface is one device buffer: an input or output of the MIL function,
+// of shape [1, C, 1, S] (C rows of S fp16 elements).
+type Surface struct {
+	Name  string
+	Shape []int // [1, C, 1, S]
+}
+
+// Rows is C.
+func (s Surface) Rows() int { return s.Shape[1] }
+
+// Stride is S, the row length.
+func (s Surface) Stride() int { return s.Shape[3] }
+
+// Size is the number of elements, C·S.
+func (s Surface) Size() int { return s.Rows() * s.Stride() }
+
+// IOSpec describes one logical program input or output: its row-major
+// shape, as the graph states it, and where it lies on the device.
 //
-// A logical tensor of shape [d0, …, dk] is laid out on the device as C = d0·…·d(k−1)
-// rows of length dk, each row padded with zeros to S = RowLength(dk); a scalar
-// is one row of one element.
+// A logical tensor of shape [d0, …, dk] is laid out as C = d0·…·d(k−1)
+// rows of length dk, each row padded with zeros to the surface's stride S;
+// a scalar is one row of one element. The rows are rows Channel …
+// Channel+C−1 of surface Surface.
 type IOSpec struct {
 	Name        string
 	Shape       []int // logical
-	DeviceShape []int // [1, C, 1, S]
+	DeviceShape []int // [1, C, 1, S]: this tensor's band of its surface
+	Surface     int   // index into the program's InputSurfaces or OutputSurfaces
+	Channel     int   // the band's first row in that surface
 }
 
 // Rows is C, the number of rows on the device.
@@ -52,9 +79,17 @@ func (s IOSpec) Size() int {
 // DeviceSize is the number of elements the device buffer holds, C·S.
 func (s IOSpec) DeviceSize() int { return s.Rows() * s.Stride() }
 
-// Pack copies logical row-major src into the padded device layout dst
-// (len DeviceSize), writing zeros into the padding.
+// Band returns the part of a whole surface buffer that holds this tensor:
+// its C rows of S elements, starting at row Channel.
+func (s IOSpec) Band(surface []float32) []float32 {
+	off := s.Channel * s.Stride()
+	return surface[off : off+s.DeviceSize()]
+}
+
+// Pack copies logical row-major src into its band of the surface buffer
+// dst, writing zeros into the row padding.
 func (s IOSpec) Pack(dst, src []float32) {
+	dst = s.Band(dst)
 	n, stride := s.RowLen(), s.Stride()
 	for r := 0; r < s.Rows(); r++ {
 		row := dst[r*stride : (r+1)*stride]
@@ -63,10 +98,36 @@ func (s IOSpec) Pack(dst, src []float32) {
 	}
 }
 
-// Unpack copies the device layout src into logical row-major dst (len Size).
+// Unpack copies this tensor's band of the surface buffer src into logical
+// row-major dst (len Size).
 func (s IOSpec) Unpack(dst, src []float32) {
+	src = s.Band(src)
 	n, stride := s.RowLen(), s.Stride()
 	for r := 0; r < s.Rows(); r++ {
 		copy(dst[r*n:(r+1)*n], src[r*stride:r*stride+n])
 	}
+}
+
+// PackInputs lays logical inputs (one per Inputs entry, in order) out as
+// the program's input surfaces.
+func (p *Program) PackInputs(inputs [][]float32) [][]float32 {
+	out := make([][]float32, len(p.InputSurfaces))
+	for i, s := range p.InputSurfaces {
+		out[i] = make([]float32, s.Size())
+	}
+	for i, s := range p.Inputs {
+		s.Pack(out[s.Surface], inputs[i])
+	}
+	return out
+}
+
+// UnpackOutputs splits the program's output surfaces into its logical
+// outputs.
+func (p *Program) UnpackOutputs(surfaces [][]float32) [][]float32 {
+	out := make([][]float32, len(p.Outputs))
+	for i, s := range p.Outputs {
+		out[i] = make([]float32, s.Size())
+		s.Unpack(out[i], surfaces[s.Surface])
+	}
+	return out
 }
