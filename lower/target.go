@@ -38,7 +38,7 @@ type Target struct {
 var (
 	TargetM1  = Target{Name: "ane-m1", Opset: "ios18", MaxRank: 5, MaxSpatial: 16384, MaxChannels: 65536, MaxKernel: 13, RowAlign: 32, MinRow: 32, PackedIO: true, WidthSliceClamp: true}
 	TargetM2  = Target{Name: "ane-m2", Opset: "ios18", MaxRank: 5, MaxSpatial: 16384, MaxChannels: 65536, MaxKernel: 15, RowAlign: 32, MinRow: 32, PackedIO: true, WidthSliceClamp: true}
-	TargetM3  = Target{Name: "ane-m3", Opset: "ios18", MaxRank: 5, MaxSpatial: 65536, MaxChannels: 65536, MaxKernel: 15, RowAlign: 32, MinRow: 32, PackedIO: true, WidthSliceClamp: true}
+	TargetM3  = Target{Name: "ane-m3", Opset: "ios18", MaxRank: 5, MaxSpatial: 16384, MaxChannels: 65536, MaxKernel: 15, RowAlign: 32, MinRow: 32, PackedIO: true, WidthSliceClamp: true}
 	TargetM4  = Target{Name: "ane-m4", Opset: "ios18", MaxRank: 5, MaxSpatial: 65536, MaxChannels: 65536, MaxKernel: 15, RowAlign: 32, MinRow: 32, PackedIO: true, WidthSliceClamp: true}
 	TargetM5  = Target{Name: "ane-m5", Opset: "ios18", MaxRank: 5, MaxSpatial: 65536, MaxChannels: 65536, MaxKernel: 15, RowAlign: 64, MinRow: 64, PackedIO: true}
 	TargetSim = Target{Name: "sim", Opset: "ios18", MaxRank: 5, MaxSpatial: 16384, MaxChannels: 65536, MaxKernel: 13, RowAlign: 32, MinRow: 32, PackedIO: true, WidthSliceClamp: true}

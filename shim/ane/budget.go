@@ -7,7 +7,7 @@ import (
 
 // DefaultCompileBudget is the number of compiles a process may make.
 // Public reports put the point where the ANE compiler starts failing or the
-// process turns unstable at about 119 compiles (ANE_FACTS §4, ANE_CALLS §7);
+// process turns unstable at about 119 compiles;
 // the ObjC reference trainers stop, checkpoint and re-exec at 100. We take
 // the same margin.
 const DefaultCompileBudget = 100

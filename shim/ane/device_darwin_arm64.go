@@ -31,19 +31,24 @@ func Available() bool {
 	return err == nil
 }
 
-// Open opens the Neural Engine. It fails with an error wrapping
-// shim.ErrNoDevice if the framework or its classes cannot be loaded.
-func Open() (shim.Device, error) {
+// Open opens the Neural Engine with DefaultOptions. It fails with an error
+// wrapping shim.ErrNoDevice if the framework or its classes cannot be
+// loaded.
+func Open() (shim.Device, error) { return OpenWith(DefaultOptions()) }
+
+// OpenWith opens the Neural Engine with the given options. It fails with an
+// error wrapping shim.ErrNoDevice if the framework or its classes cannot be
+// loaded.
+func OpenWith(opts Options) (shim.Device, error) {
 	r, err := loadRuntime()
 	if err != nil {
 		return nil, fmt.Errorf("ane: Neural Engine unavailable: %v: %w", err, shim.ErrNoDevice)
 	}
-	// DefaultSurfaceOptions is read here, once per device.
 	return &device{
 		rt:     r,
 		info:   InfoFor(TargetForBrand(r.brand())),
 		budget: ProcessBudget(),
-		opts:   DefaultSurfaceOptions,
+		opts:   opts,
 		execs:  map[*executable]struct{}{},
 	}, nil
 }
@@ -52,7 +57,7 @@ type device struct {
 	rt     *rtFns
 	info   shim.Info
 	budget *Budget
-	opts   SurfaceOptions
+	opts   Options
 
 	// mu serializes every framework call sequence made through this device
 	// and its executables, and guards closed and execs.
@@ -67,7 +72,11 @@ func (d *device) Compile(p *lower.Program) (shim.Executable, error) {
 	if err := CheckProgram(p, d.info.Target); err != nil {
 		return nil, err
 	}
-	files, err := PlanFiles(p)
+	model, err := PlanModel(p)
+	if err != nil {
+		return nil, err
+	}
+	files, err := model.Files()
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +90,7 @@ func (d *device) Compile(p *lower.Program) (shim.Executable, error) {
 	}
 	e := &executable{dev: d, rt: d.rt, prog: p}
 	d.rt.withPool(func() {
-		if err = e.build(files); err != nil {
+		if err = e.build(model, files); err != nil {
 			if terr := e.teardown(); terr != nil {
 				err = errors.Join(err, terr)
 			}
@@ -120,27 +129,39 @@ type executable struct {
 
 	model   objc.ID // _ANEInMemoryModel, retained
 	request objc.ID // _ANERequest, retained
+	id      string  // the model's identifier, once claimed in modelIDs
 	dir     string  // the model's temporary directory, once written
 	loaded  bool
-	mapped  bool
 	closed  bool
+	mapping Mapping
 
+	// inputs and outputs are the request's surfaces in request order:
+	// position i holds the surface of symbol position i.
 	inputs, outputs []Port
 	inSurf, outSurf []surface
 }
 
+// Mapping reports what became of the optional surface mapping
+// (Options.MapSurfaces).
+func (e *executable) Mapping() Mapping {
+	e.dev.mu.Lock()
+	defer e.dev.mu.Unlock()
+	return e.mapping
+}
+
 func (e *executable) Program() *lower.Program { return e.prog }
 
-// build runs the compile pipeline of ANE_CALLS §3–6. On error the caller
+// build runs the compile pipeline: descriptor, model, files, compile,
+// load, layout, surfaces, request. On error the caller
 // runs teardown, which undoes whatever part was done.
-func (e *executable) build(files []File) error {
+func (e *executable) build(m *Model, files []File) error {
 	r, s := e.rt, &e.rt.sel
 
-	weights, err := r.toNS(WeightsDict(e.prog), 0)
+	weights, err := r.toNS(m.WeightsDict(), 0)
 	if err != nil {
 		return err
 	}
-	desc := r.clsDescriptor.Send(s.modelWithMILText, r.nsData(e.prog.MIL), weights, objc.ID(0))
+	desc := r.clsDescriptor.Send(s.modelWithMILText, r.nsData(m.MIL), weights, objc.ID(0))
 	if desc == 0 {
 		return &Error{Op: "descriptor", Desc: "modelWithMILText:weights:optionsPlist: returned nil"}
 	}
@@ -154,14 +175,19 @@ func (e *executable) build(files []File) error {
 	if err != nil {
 		return err
 	}
+	// The weight file's name carries the program hash, so a different
+	// program should never get this identifier; if the framework gives it
+	// one anyway, refuse rather than share its directory and compilation.
+	if err := modelIDs.claim(hex, m.Hash); err != nil {
+		return err
+	}
+	e.id = hex
 	tmp := r.goString(r.nsTemporaryDirectory())
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
-	dir := filepath.Join(tmp, hex)
-	acquireDir(dir)
-	e.dir = dir
-	if err := WriteFiles(dir, files); err != nil {
+	e.dir = filepath.Join(tmp, hex)
+	if err := WriteFiles(e.dir, files); err != nil {
 		return err
 	}
 
@@ -179,23 +205,43 @@ func (e *executable) build(files []File) error {
 	}
 	e.loaded = true
 
-	inner := e.model.Send(s.model)
-	if inner == 0 {
-		return &Error{Op: "modelAttributes", Desc: "the in-memory model has no inner _ANEModel"}
+	// The attributes: from the inner _ANEModel when there is one, else from
+	// the in-memory model itself.
+	attrsOf := func(obj objc.ID) any {
+		if obj == 0 || !r.sendBool(obj, s.respondsToSelector, s.modelAttributes) {
+			return nil
+		}
+		return r.fromNS(obj.Send(s.modelAttributes), 0)
 	}
-	attrs, ok := r.fromNS(inner.Send(s.modelAttributes), 0).(map[string]any)
-	if !ok {
-		return fmt.Errorf("%w: modelAttributes is not a dictionary", ErrLayout)
+	attrs, _, err := ChooseAttributes(func() any {
+		if !r.sendBool(e.model, s.respondsToSelector, s.model) {
+			return nil
+		}
+		return attrsOf(e.model.Send(s.model))
+	}, func() any { return attrsOf(e.model) })
+	if err != nil {
+		return err
 	}
 	layout, err := ParseLayout(attrs)
 	if err != nil {
 		return err
 	}
-	if e.inputs, e.outputs, err = Bind(layout, e.prog); err != nil {
+	inputs, outputs, err := Bind(layout, e.prog)
+	if err != nil {
 		return err
 	}
+	for _, g := range []struct {
+		ports []Port
+		dst   *[]Port
+	}{{inputs, &e.inputs}, {outputs, &e.outputs}} {
+		order, err := RequestOrder(g.ports)
+		if err != nil {
+			return err
+		}
+		*g.dst = Reorder(g.ports, order)
+	}
 
-	inSpecs, outSpecs := PlanSurfaces(PortTensors(e.inputs), PortTensors(e.outputs), e.dev.opts)
+	inSpecs, outSpecs := PlanSurfaces(PortTensors(e.inputs), PortTensors(e.outputs), e.dev.opts.Surfaces)
 	inArr, inIdx := r.newAutoreleased(r.clsNSMutableArray), r.newAutoreleased(r.clsNSMutableArray)
 	outArr, outIdx := r.newAutoreleased(r.clsNSMutableArray), r.newAutoreleased(r.clsNSMutableArray)
 	if inArr == 0 || inIdx == 0 || outArr == 0 || outIdx == 0 {
@@ -203,13 +249,14 @@ func (e *executable) build(files []File) error {
 	}
 	for _, g := range []struct {
 		specs      []SurfaceSpec
-		ports      []Port
 		dst        *[]surface
 		arr, index objc.ID
 	}{
-		{inSpecs, e.inputs, &e.inSurf, inArr, inIdx},
-		{outSpecs, e.outputs, &e.outSurf, outArr, outIdx},
+		{inSpecs, &e.inSurf, inArr, inIdx},
+		{outSpecs, &e.outSurf, outArr, outIdx},
 	} {
+		// Request order: the surface at position i has symbol position i,
+		// and i is the index passed for it.
 		for i, spec := range g.specs {
 			ref, err := r.createSurface(spec)
 			if err != nil {
@@ -224,7 +271,7 @@ func (e *executable) build(files []File) error {
 				return &Error{Op: "request", Desc: "objectWithIOSurface: returned nil"}
 			}
 			r.sendVoid(g.arr, s.addObject, w)
-			r.sendVoid(g.index, s.addObject, r.clsNSNumber.Send(s.numberWithInt, int32(g.ports[i].Tensor.Index)))
+			r.sendVoid(g.index, s.addObject, r.clsNSNumber.Send(s.numberWithInt, int32(i)))
 		}
 	}
 	procedure := r.clsNSNumber.Send(s.numberWithInt, int32(0))
@@ -237,15 +284,15 @@ func (e *executable) build(files []File) error {
 		return &Error{Op: "request", Desc: "-[_ANERequest validate] returned NO"}
 	}
 
-	// Mapping is optional: two of the three public drivers never map and
-	// still evaluate. Try caching first, as the third does.
-	for _, cache := range []bool{true, false} {
-		nserr = 0
+	// Mapping is opt-in (Options.MapSurfaces); its failure is recorded,
+	// not returned.
+	e.mapping = tryMap(e.dev.opts.MapSurfaces, func(cache bool) error {
+		var nserr objc.ID
 		if r.sendBool(e.model, s.mapIOSurfaces, e.request, cache, &nserr) {
-			e.mapped = true
-			break
+			return nil
 		}
-	}
+		return r.nsError("map", nserr)
+	})
 	return nil
 }
 
@@ -256,17 +303,17 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 	if e.closed {
 		return nil, fmt.Errorf("ane: run on a closed executable: %w", shim.ErrClosed)
 	}
-	if len(inputs) != len(e.inputs) {
-		return nil, fmt.Errorf("ane: %d inputs, program takes %d: %w", len(inputs), len(e.inputs), shim.ErrShape)
+	if len(inputs) != len(e.prog.Inputs) {
+		return nil, fmt.Errorf("ane: %d inputs, program takes %d: %w", len(inputs), len(e.prog.Inputs), shim.ErrShape)
 	}
-	for i, p := range e.inputs {
-		if len(inputs[i]) != p.Spec.Size() {
-			return nil, fmt.Errorf("ane: input %q has %d values, want %d: %w", p.Spec.Name, len(inputs[i]), p.Spec.Size(), shim.ErrShape)
+	for i, s := range e.prog.Inputs {
+		if len(inputs[i]) != s.Size() {
+			return nil, fmt.Errorf("ane: input %q has %d values, want %d: %w", s.Name, len(inputs[i]), s.Size(), shim.ErrShape)
 		}
 	}
-	outs := make([][]float32, len(e.outputs))
-	for i, p := range e.outputs {
-		outs[i] = make([]float32, p.Spec.Size())
+	outs := make([][]float32, len(e.prog.Outputs))
+	for i, s := range e.prog.Outputs {
+		outs[i] = make([]float32, s.Size())
 	}
 	var err error
 	e.rt.withPool(func() { err = e.run(inputs, outs) })
@@ -280,7 +327,7 @@ func (e *executable) run(inputs, outs [][]float32) error {
 	r, s := e.rt, &e.rt.sel
 	for i, p := range e.inputs {
 		sf := e.inSurf[i]
-		if err := r.withSurface(sf.ref, sf.spec.AllocSize, lockWrite, func(b []byte) error { return p.Pack(b, inputs[i]) }); err != nil {
+		if err := r.withSurface(sf.ref, sf.spec.AllocSize, lockWrite, func(b []byte) error { return p.Pack(b, inputs) }); err != nil {
 			return err
 		}
 	}
@@ -291,7 +338,7 @@ func (e *executable) run(inputs, outs [][]float32) error {
 	var errs []error
 	for i, p := range e.outputs {
 		sf := e.outSurf[i]
-		errs = append(errs, r.withSurface(sf.ref, sf.spec.AllocSize, lockReadOnly, func(b []byte) error { return p.Unpack(outs[i], b) }))
+		errs = append(errs, r.withSurface(sf.ref, sf.spec.AllocSize, lockReadOnly, func(b []byte) error { return p.Unpack(outs, b) }))
 	}
 	return errors.Join(errs...)
 }
@@ -321,9 +368,9 @@ func (e *executable) closeLocked() error {
 func (e *executable) teardown() error {
 	r, s := e.rt, &e.rt.sel
 	var errs []error
-	if e.mapped {
+	if e.mapping.Mapped {
 		r.sendVoid(e.model, s.unmapIOSurfaces, e.request)
-		e.mapped = false
+		e.mapping.Mapped = false
 	}
 	if e.request != 0 {
 		r.sendVoid(e.request, s.release)
@@ -344,39 +391,15 @@ func (e *executable) teardown() error {
 		r.cfRelease(sf.ref)
 	}
 	e.inSurf, e.outSurf = nil, nil
-	if e.dir != "" {
-		if releaseDir(e.dir) {
+	if e.id != "" {
+		// The directory is shared by every executable of one program and
+		// removed with the last of them.
+		if modelIDs.release(e.id) && e.dir != "" {
 			if err := os.RemoveAll(e.dir); err != nil {
 				errs = append(errs, fmt.Errorf("ane: removing %s: %w", e.dir, err))
 			}
 		}
-		e.dir = ""
+		e.id, e.dir = "", ""
 	}
 	return errors.Join(errs...)
-}
-
-// Model directories are named by the model's hexStringIdentifier, which two
-// executables of one program share; the directory is removed when the last
-// of them closes.
-var (
-	dirMu   sync.Mutex
-	dirRefs = map[string]int{}
-)
-
-func acquireDir(dir string) {
-	dirMu.Lock()
-	defer dirMu.Unlock()
-	dirRefs[dir]++
-}
-
-// releaseDir drops a reference and reports whether it was the last.
-func releaseDir(dir string) bool {
-	dirMu.Lock()
-	defer dirMu.Unlock()
-	dirRefs[dir]--
-	if dirRefs[dir] > 0 {
-		return false
-	}
-	delete(dirRefs, dir)
-	return true
 }

@@ -1,31 +1,86 @@
 // Package ane is the real Apple Neural Engine device: it compiles a
 // lower.Program through the private AppleNeuralEngine.framework
-// (_ANEInMemoryModel, ANE_CALLS.md) and runs it on IOSurfaces, from pure Go
-// through github.com/ebitengine/purego and its objc package, without cgo.
+// (_ANEInMemoryModel) and runs it on IOSurfaces, from pure Go through
+// github.com/ebitengine/purego and its objc package, without cgo.
 //
-// # Status: never run on hardware by CI
+// # Status: nothing here has run on hardware
 //
 // No CI machine and no development machine of this project has a Neural
 // Engine. The darwin/arm64 code (runtime_, objc_ and device_darwin_arm64.go)
 // is only compiled and vetted, with GOOS=darwin GOARCH=arm64 CGO_ENABLED=0;
-// it has never been executed. It follows the call sequence that three public
-// drivers report working (ANE_CALLS.md), but treat the device as unverified
-// until it has been run on a Mac. The pure-Go logic it relies on is
-// untagged and unit-tested on every platform:
+// it has never been executed, and no figure in this package was measured on
+// a Mac. It follows the call sequence that public drivers report working,
+// and it is shaped by the attribute dictionaries they have logged, but treat
+// the device as unverified until it has been run on one. The pure-Go logic
+// it relies on is untagged and unit-tested on every platform, on fixtures
+// written in the shape of those logged dictionaries:
 //
 //   - layout.go: parsing the compiled model's I/O layout from the
-//     attributes dictionary (as Go data), validating strides, resolving
-//     symbol indices, binding program inputs and outputs to tensors, packing
-//     and unpacking fp16 data at the reported strides with fp16 range
-//     checks, and sizing IOSurfaces;
-//   - weights.go: the weights dictionary and the files written before
-//     compiling;
+//     attributes dictionary (as Go data), validating strides and the layout
+//     keys, and resolving each surface's position in the symbol order;
+//   - bind.go: binding the program's surfaces to the reported tensors by
+//     name, packing and unpacking the logical tensors into their rows of a
+//     surface at the reported strides with fp16 range checks, and the order
+//     of the request's arrays;
+//   - weights.go: the MIL and weights handed to the framework, the files
+//     written before compiling, and the process-wide identifier registry;
+//   - options.go: device options, the optional surface mapping, and where
+//     the attributes are read from;
 //   - errors.go: ANE error codes and the *Error type;
 //   - budget.go: the per-process compile budget;
 //   - program.go: program and target checks, and the chip-to-target rule.
 //
 // The darwin code converts between that Go data and Foundation objects,
 // which is the one part of the data path no test here exercises.
+//
+// # What the device does, and why
+//
+// Each rule below answers a report about what real Macs do; none has been
+// confirmed here.
+//
+//   - Ports are surfaces. With packed I/O (lower.Target.PackedIO) a program
+//     binds one input surface and one output surface, the MIL function's
+//     input and output; each logical input or output is a band of rows of
+//     its surface, starting at IOSpec.Channel. Several input surfaces have
+//     been reported to fail evaluation, and surfaces to be ordered by name:
+//     one surface each way sidesteps both. A program without surface lists
+//     has one surface per logical tensor.
+//   - Names. The model reports each output's Name and Symbol with an
+//     "@output" suffix ("y@output" for MIL output y); surfaces are matched
+//     to tensors by name after trimming it. A surface no tensor matches is
+//     an ErrLayout error, never paired by position or by alphabetical order.
+//   - Symbol order. A tensor's position comes from procedure 0's symbol
+//     index array (ANEFModelDescription.ANEFModelProcedures[0]), which names
+//     entries of the symbol array; only without that array is the symbol
+//     array itself the order, and a name it holds twice is then refused. The
+//     request's arrays hold the surfaces in that order with position =
+//     index, as every public driver with hardware results passes them.
+//   - Layout. A surface holds max(Channels·PlaneStride, BatchStride) bytes.
+//     Batches, Depth and Interleave other than 1, and a PlaneCount other
+//     than 1 or Channels, are refused rather than guessed at (a logged M3
+//     dictionary shows PlaneCount = Channels for a plain tensor). Data is
+//     written and read at the strides the model reports, never assumed
+//     ones.
+//   - Types. Only the Type values "Float16" and "Float32" are accepted; any
+//     other, or none, is an ErrLayout error, not taken for fp16.
+//   - Attributes are read from the inner _ANEModel when it reports them,
+//     else from the _ANEInMemoryModel: public drivers use one or the other.
+//   - Mapping. mapIOSurfacesWithRequest: is called only with
+//     Options.MapSurfaces (OpenWith); two public drivers never map and one
+//     reports that mapping fails on this route. The outcome is recorded in
+//     the executable's Mapping, never returned as an error.
+//   - Errors. A compile failure's own text is usually just
+//     "ANECCompile() FAILED"; the chain of underlying errors
+//     (NSUnderlyingErrorKey) is appended to it. The _ANEErrors code
+//     meanings (taken from a decompiled iOS image; that macOS shares them is
+//     unconfirmed) are applied only to errors of exactly ErrorDomain.
+//   - Identity. The framework's model identifier is reported to derive
+//     from the MIL text and the weights dictionary's keys only, and to name
+//     the model's directory and the daemon's compiled program. So the weight
+//     file is named after the hash of the whole program, in the MIL's
+//     BLOBFILE paths and the dictionary key alike, and a process-wide
+//     registry refuses (ErrClash) an identifier still in use by a program
+//     with a different hash.
 //
 // # Invariants
 //
@@ -38,9 +93,8 @@
 //     or is NaN is an error wrapping shim.ErrRange naming the input and
 //     element, never a silent Inf. An Inf or NaN in an output (the engine
 //     saturates overflow silently) is also an error wrapping shim.ErrRange.
-//   - Data is written and read at the strides the compiled model reports,
-//     never assumed ones; a layout this package cannot verify is rejected
-//     with ErrLayout (which matches shim.ErrUnsupported).
+//   - A layout this package cannot verify is rejected with ErrLayout (which
+//     matches shim.ErrUnsupported).
 //   - Every surface of a request is padded to the largest one's allocation
 //     and to at least 48 KiB (DefaultSurfaceOptions), the workarounds for
 //     the reported "status=0x1d" evaluation failures.
@@ -49,6 +103,7 @@
 //   - Framework failures are *Error values wrapping ErrDevice; compile
 //     rejections also wrap shim.ErrUnsupported.
 //
-// On platforms other than darwin/arm64, Available reports false, Open fails
-// with shim.ErrNoDevice, and the "ane" device is not registered with shim.
+// On platforms other than darwin/arm64, Available reports false, Open and
+// OpenWith fail with shim.ErrNoDevice, and the "ane" device is not
+// registered with shim.
 package ane

@@ -33,9 +33,27 @@ var (
 	// (malformed, or lowered for a target it cannot honour). It matches
 	// shim.ErrUnsupported under errors.Is.
 	ErrProgram error = &sentinel{"ane: program not accepted", shim.ErrUnsupported}
+	// ErrClash reports that the framework gave a program the model
+	// identifier of a different program still open in this process. The
+	// framework names the model's directory, and is reported to share the
+	// compiled program, by that identifier, so running it would run the
+	// other program's weights.
+	ErrClash = errors.New("ane: two programs share one model identifier")
 )
 
-// ANE error codes from the framework's _ANEErrors table (ANE_CALLS §7).
+// within adds context to an error of this package, keeping its message
+// starting with the package name: an ErrLayout error becomes
+// "ane: unexpected I/O layout: <ctx>: <detail>", still wrapping ErrLayout;
+// any other becomes "ane: <ctx>: <err>", wrapping err.
+func within(ctx string, err error) error {
+	if errors.Is(err, ErrLayout) {
+		detail := strings.TrimPrefix(err.Error(), ErrLayout.Error()+": ")
+		return fmt.Errorf("%w: %s: %s", ErrLayout, ctx, detail)
+	}
+	return fmt.Errorf("ane: %s: %w", ctx, err)
+}
+
+// ANE error codes from the framework's _ANEErrors table.
 // The table comes from a decompiled iOS 18.2 image; that macOS uses the same
 // numbers is unconfirmed.
 const (
@@ -70,7 +88,10 @@ var codeMessages = map[int]string{
 	CodeProgramNotFound:  "program not found",
 }
 
-// ErrorDomain is the NSError domain the framework's errors are logged under.
+// ErrorDomain is the NSError domain of the framework's own errors. The
+// meanings of the _ANEErrors codes above are applied only to errors of
+// exactly this domain: a code from any other domain (POSIX, Mach, the
+// compiler's) means something else.
 const ErrorDomain = "com.apple.appleneuralengine"
 
 // CodeMessage describes an ANE error code, or says that it is unknown.
@@ -81,21 +102,45 @@ func CodeMessage(code int) string {
 	return fmt.Sprintf("unknown ANE error code %d", code)
 }
 
-// isANEDomain reports whether codes in domain follow the _ANEErrors table.
-// An empty domain (no NSError was returned) is treated as the ANE's own.
-func isANEDomain(domain string) bool {
-	return domain == "" || strings.Contains(strings.ToLower(domain), "appleneuralengine")
+// Cause is one error of an NSError's chain of underlying errors
+// (userInfo[NSUnderlyingErrorKey], then that error's own, and so on).
+type Cause struct {
+	Domain string
+	Code   int
+	Desc   string // its localizedDescription
+}
+
+func (c Cause) String() string {
+	var b strings.Builder
+	if c.Desc != "" {
+		b.WriteString(c.Desc)
+		b.WriteString(" ")
+	}
+	b.WriteString("(")
+	if c.Domain == ErrorDomain {
+		fmt.Fprintf(&b, "%s, ", CodeMessage(c.Code))
+	}
+	fmt.Fprintf(&b, "code %d", c.Code)
+	if c.Domain != "" {
+		b.WriteString(", " + c.Domain)
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // Error is a failed framework call, with the NSError it returned if any.
 // It wraps ErrDevice and, where one applies, a shim sentinel: compile and
 // descriptor failures and invalid-model codes wrap shim.ErrUnsupported (the
 // program was rejected); an entitlement failure wraps shim.ErrNoDevice.
+//
+// A compile failure's own text is usually just "ANECCompile() FAILED"; what
+// the compiler objected to is in the underlying errors, which Error appends.
 type Error struct {
-	Op     string // "descriptor", "compile", "load", "map", "evaluate", ...
-	Code   int    // NSError code; 0 when the call returned NO without an NSError
-	Domain string // NSError domain
-	Desc   string // NSError localizedDescription
+	Op     string  // "descriptor", "compile", "load", "map", "evaluate", ...
+	Code   int     // NSError code; 0 when the call returned NO without an NSError
+	Domain string  // NSError domain
+	Desc   string  // NSError localizedDescription
+	Causes []Cause // the NSError's underlying errors, outermost first
 }
 
 func (e *Error) Error() string {
@@ -106,17 +151,19 @@ func (e *Error) Error() string {
 	switch {
 	case e.Code == 0 && e.Domain == "":
 		b.WriteString(" (no NSError)")
-	case isANEDomain(e.Domain):
-		fmt.Fprintf(&b, ": %s (code %d", CodeMessage(e.Code), e.Code)
-		if e.Domain != "" {
-			b.WriteString(", " + e.Domain)
-		}
-		b.WriteString(")")
+	case e.Domain == ErrorDomain:
+		fmt.Fprintf(&b, ": %s (code %d, %s)", CodeMessage(e.Code), e.Code, e.Domain)
+	case e.Domain == "":
+		fmt.Fprintf(&b, ": code %d", e.Code)
 	default:
 		fmt.Fprintf(&b, ": code %d in domain %s", e.Code, e.Domain)
 	}
 	if e.Desc != "" {
 		b.WriteString(": " + e.Desc)
+	}
+	for _, c := range e.Causes {
+		b.WriteString("; underlying error: ")
+		b.WriteString(c.String())
 	}
 	return b.String()
 }
@@ -135,7 +182,7 @@ func (e *Error) shimSentinel() error {
 	case "descriptor", "compile":
 		return shim.ErrUnsupported
 	}
-	if !isANEDomain(e.Domain) {
+	if e.Domain != ErrorDomain {
 		return nil
 	}
 	switch e.Code {

@@ -53,7 +53,23 @@ func TestError(t *testing.T) {
 		{"entitlement", &Error{Op: "load", Code: 1, Domain: ErrorDomain}, "ane: load failed: missing entitlement (code 1, com.apple.appleneuralengine)", shim.ErrNoDevice},
 		{"other domain", &Error{Op: "evaluate", Code: 4, Domain: "NSPOSIXErrorDomain", Desc: "Interrupted"},
 			"ane: evaluate failed: code 4 in domain NSPOSIXErrorDomain: Interrupted", nil},
+		// A domain that merely contains the ANE's name is not the ANE's:
+		// code 1 there is not an entitlement failure.
+		{"lookalike domain", &Error{Op: "load", Code: 1, Domain: "com.apple.appleneuralengine.compiler"},
+			"ane: load failed: code 1 in domain com.apple.appleneuralengine.compiler", nil},
+		{"code without domain", &Error{Op: "load", Code: 10}, "ane: load failed: code 10", nil},
 		{"kern_return", &Error{Op: "IOSurfaceLock", Code: 1, Domain: "kern_return_t"}, "ane: IOSurfaceLock failed: code 1 in domain kern_return_t", nil},
+		// The top-level text of a compile failure says nothing; the
+		// underlying errors carry the compiler's complaint, and are appended
+		// in order, with ANE code meanings only for the ANE's own domain.
+		{"compile with underlying", &Error{Op: "compile", Code: 4, Domain: ErrorDomain, Desc: "ANECCompile() FAILED", Causes: []Cause{
+			{Domain: "com.apple.ANECompiler", Code: 1, Desc: "InvalidMILProgram: unknown op 'rsqrt'"},
+			{Domain: ErrorDomain, Code: 10, Desc: "bad net"},
+		}}, "ane: compile failed: program creation failure (code 4, com.apple.appleneuralengine): ANECCompile() FAILED" +
+			"; underlying error: InvalidMILProgram: unknown op 'rsqrt' (code 1, com.apple.ANECompiler)" +
+			"; underlying error: bad net (invalid model, code 10, com.apple.appleneuralengine)", shim.ErrUnsupported},
+		{"underlying without text", &Error{Op: "load", Code: 6, Domain: ErrorDomain, Causes: []Cause{{Code: 3}}},
+			"ane: load failed: program load failure (code 6, com.apple.appleneuralengine); underlying error: (code 3)", nil},
 	}
 	sentinels := []error{shim.ErrUnsupported, shim.ErrNoDevice, shim.ErrRange, shim.ErrShape, shim.ErrClosed}
 	for _, tc := range tests {

@@ -1,18 +1,13 @@
 package ane
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
-
-	"github.com/anemone-go/anemone/fp16"
-	"github.com/anemone-go/anemone/lower"
-	"github.com/anemone-go/anemone/shim"
+	"strings"
 )
 
-// Keys of the compiled model's attributes dictionary (modelAttributes of the
-// inner _ANEModel), as read by the public Go and ObjC drivers (ANE_CALLS §4).
+// Keys of the compiled model's attributes dictionary (modelAttributes), as
+// public drivers read them and as logged dictionaries show them.
 const (
 	KeyNetworkStatusList = "NetworkStatusList"
 	KeyLiveInputList     = "LiveInputList"
@@ -20,60 +15,124 @@ const (
 	KeyModelDescription  = "ANEFModelDescription"
 	KeyInputSymbols      = "kANEFModelInputSymbolsArrayKey"
 	KeyOutputSymbols     = "kANEFModelOutputSymbolsArrayKey"
+	KeyProcedures        = "ANEFModelProcedures"
+	KeyProcedureID       = "ANEFModelProcedureID"
+	KeyInputIndices      = "ANEFModelInputSymbolIndexArray"
+	KeyOutputIndices     = "ANEFModelOutputSymbolIndexArray"
 
 	KeyChannels    = "Channels"
 	KeyWidth       = "Width"
 	KeyHeight      = "Height"
 	KeyPlaneStride = "PlaneStride"
 	KeyRowStride   = "RowStride"
+	KeyBatchStride = "BatchStride"
+	KeyBatches     = "Batches"
+	KeyDepth       = "Depth"
+	KeyPlaneCount  = "PlaneCount"
+	KeyInterleave  = "Interleave"
 	KeyType        = "Type"
 	KeyName        = "Name"
 	KeySymbol      = "Symbol"
 )
 
+// OutputSuffix ends the Name and Symbol the compiled model reports for each
+// output ("y@output" for the MIL output y). Names are compared after
+// trimming it.
+const OutputSuffix = "@output"
+
+// Type values of a live-list entry, and their element sizes. Logged
+// dictionaries show exactly these spellings; any other Type is refused
+// rather than assumed to be fp16.
+const (
+	TypeFloat16 = "Float16"
+	TypeFloat32 = "Float32"
+)
+
+// ElemSizeOf is the element size in bytes of a live-list Type, or an error
+// wrapping ErrLayout for a type this package does not drive.
+func ElemSizeOf(typ string) (int, error) {
+	switch typ {
+	case TypeFloat16:
+		return 2, nil
+	case TypeFloat32:
+		return 4, nil
+	case "":
+		return 0, fmt.Errorf("%w: no %s (want %q or %q)", ErrLayout, KeyType, TypeFloat16, TypeFloat32)
+	}
+	return 0, fmt.Errorf("%w: %s %q is not %q or %q; this package drives only those", ErrLayout, KeyType, typ, TypeFloat16, TypeFloat32)
+}
+
+// BaseName is a reported Name or Symbol with the output suffix trimmed: the
+// MIL name it stands for.
+func BaseName(s string) string { return strings.TrimSuffix(s, OutputSuffix) }
+
 // RowAlignBytes is the alignment the ANE requires of every row.
 const RowAlignBytes = 64
 
-// maxSurfaceBytes bounds Channels·PlaneStride so that layout arithmetic
-// cannot overflow on bad input (16 GiB is far beyond any ANE surface).
+// maxSurfaceBytes bounds a surface's size so that layout arithmetic cannot
+// overflow on bad input (16 GiB is far beyond any ANE surface).
 const maxSurfaceBytes = 1 << 34
 
 // Tensor is one live input or output of a compiled model as the model
 // reports it: Channels planes of Height rows of Width elements. Element
 // (c, h, w) sits at byte c·PlaneStride + h·RowStride + w·ElemSize of its
 // surface.
+//
+// Batches, Depth, PlaneCount and Interleave are 0 when the entry does not
+// carry them. This package drives only one batch of depth one, not
+// interleaved: a layout with Batches, Depth or Interleave other than 1 is
+// refused. PlaneCount may be 1 or Channels: a logged M3 dictionary reports
+// PlaneCount equal to Channels for a plain [1, C, 1, W] tensor, so that
+// value is the ordinary one, and any other is refused.
 type Tensor struct {
-	Name        string // the entry's "Name"
+	Name        string // the entry's "Name" ("y@output" for output y)
 	Symbol      string // the entry's "Symbol"
-	Type        string // the entry's "Type"; "Float32" is 4 bytes, anything else fp16
+	Type        string // the entry's "Type": "Float16" or "Float32"
 	Channels    int
 	Height      int
 	Width       int
 	RowStride   int // bytes from one row to the next
 	PlaneStride int // bytes from one channel to the next
-	ElemSize    int // 2 (fp16) or 4 (Float32)
-	Index       int // the symbol index passed for this surface in the request
+	BatchStride int // bytes from one batch to the next; 0 when absent
+	Batches     int
+	Depth       int
+	PlaneCount  int
+	Interleave  int
+	ElemSize    int // 2 (Float16) or 4 (Float32)
+	// Index is the tensor's position in procedure 0's symbol order, which
+	// is both its place in the request's arrays and the index passed for
+	// it there (position = index).
+	Index int
 }
 
 // Layout is the I/O layout of a compiled model.
 type Layout struct {
 	Inputs        []Tensor // in LiveInputList order
 	Outputs       []Tensor // in LiveOutputList order
-	InputSymbols  []string // kANEFModelInputSymbolsArrayKey, if present
-	OutputSymbols []string // kANEFModelOutputSymbolsArrayKey, if present
+	InputSymbols  Symbols
+	OutputSymbols Symbols
+}
+
+// Symbols is one direction's symbol table from the model description.
+type Symbols struct {
+	// Names is kANEFModel{Input,Output}SymbolsArrayKey; nil if absent.
+	Names []string
+	// Indices is ANEFModelProcedures[0].ANEFModel{Input,Output}SymbolIndexArray,
+	// indices into Names in procedure 0's order; nil if absent.
+	Indices []int
 }
 
 func roundUp(n, a int) int { return (n + a - 1) / a * a }
 
 // Validate checks the tensor's dimensions and strides: positive sizes,
 // rows 64-byte aligned and wide enough for Width elements, planes tall
-// enough for Height rows.
+// enough for Height rows, and one batch of depth one, not interleaved.
 func (t Tensor) Validate() error {
 	const big = 1 << 31
 	switch {
 	case t.Channels <= 0 || t.Height <= 0 || t.Width <= 0:
 		return fmt.Errorf("%w: tensor %q: dimensions C=%d H=%d W=%d must be positive", ErrLayout, t.Name, t.Channels, t.Height, t.Width)
-	case t.Channels >= big || t.Height >= big || t.Width >= big || t.RowStride >= big || t.PlaneStride >= big:
+	case t.Channels >= big || t.Height >= big || t.Width >= big || t.RowStride >= big || t.PlaneStride >= big || t.BatchStride >= big:
 		return fmt.Errorf("%w: tensor %q: dimensions or strides too large", ErrLayout, t.Name)
 	case t.ElemSize != 2 && t.ElemSize != 4:
 		return fmt.Errorf("%w: tensor %q: element size %d, want 2 or 4", ErrLayout, t.Name, t.ElemSize)
@@ -83,21 +142,35 @@ func (t Tensor) Validate() error {
 		return fmt.Errorf("%w: tensor %q: RowStride %d < %d needed for Width %d of %d-byte elements", ErrLayout, t.Name, t.RowStride, roundUp(t.Width*t.ElemSize, RowAlignBytes), t.Width, t.ElemSize)
 	case t.PlaneStride < t.Height*t.RowStride:
 		return fmt.Errorf("%w: tensor %q: PlaneStride %d < Height·RowStride = %d·%d", ErrLayout, t.Name, t.PlaneStride, t.Height, t.RowStride)
+	case t.BatchStride < 0:
+		return fmt.Errorf("%w: tensor %q: negative BatchStride %d", ErrLayout, t.Name, t.BatchStride)
 	case t.Channels*t.PlaneStride > maxSurfaceBytes:
 		return fmt.Errorf("%w: tensor %q: %d bytes is too large a surface", ErrLayout, t.Name, t.Channels*t.PlaneStride)
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{KeyBatches, t.Batches}, {KeyDepth, t.Depth}, {KeyInterleave, t.Interleave}} {
+		if f.v != 0 && f.v != 1 {
+			return fmt.Errorf("%w: tensor %q: %s = %d; this package drives only a layout with %s 1, and will not guess at another", ErrLayout, t.Name, f.key, f.v, f.key)
+		}
+	}
+	if t.PlaneCount != 0 && t.PlaneCount != 1 && t.PlaneCount != t.Channels {
+		return fmt.Errorf("%w: tensor %q: %s = %d with %d channels; this package drives only one plane per channel", ErrLayout, t.Name, KeyPlaneCount, t.PlaneCount, t.Channels)
 	}
 	return nil
 }
 
-// Bytes is the number of bytes the tensor spans, Channels·PlaneStride.
-func (t Tensor) Bytes() int { return t.Channels * t.PlaneStride }
+// Bytes is the number of bytes the tensor's surface must hold:
+// max(Channels·PlaneStride, BatchStride).
+func (t Tensor) Bytes() int { return max(t.Channels*t.PlaneStride, t.BatchStride) }
 
 // Offset is the byte offset of element (c, h, w).
 func (t Tensor) Offset(c, h, w int) int { return c*t.PlaneStride + h*t.RowStride + w*t.ElemSize }
 
 // Packed reports whether the strides are exactly the packed ones (no gap
 // after a row or a plane). One public project reports that the engine reads
-// inputs packed, ignoring strides (ANE_CALLS §5); whenever Packed is true
+// inputs packed, ignoring strides; whenever Packed is true
 // that report and the stride-following layout this package writes agree.
 // lower pads rows to 32 fp16 elements = 64 bytes, so for its programs they
 // agree unless the model reports extra row padding.
@@ -108,16 +181,9 @@ func (t Tensor) Packed() bool {
 // ParseLayout reads the I/O layout out of a model attributes dictionary
 // converted to Go data: dictionaries as map[string]any, arrays as []any,
 // strings as string and numbers as any Go integer type (or an integral
-// float). Only the first element of NetworkStatusList (procedure 0) is read.
-// Every tensor is validated, and each gets the symbol index to pass in the
-// request: the position of its Symbol in the model description's symbol
-// array, else the position of its Name, else its position in the live list.
-//
-// About order: one public project, passing indices 0..n−1, found that
-// surfaces had to be supplied in alphabetical order of their MIL names, for
-// inputs and outputs alike (ANE_CALLS §4). That is what one expects if the
-// symbol arrays are sorted by name, which is why the symbol index, not the
-// position in the program's signature, is what goes into the request.
+// float). Only procedure 0 is read: the first element of NetworkStatusList
+// and of the description's ANEFModelProcedures. Every tensor is validated
+// and given its Index (see ResolveIndices).
 func ParseLayout(attrs map[string]any) (*Layout, error) {
 	if attrs == nil {
 		return nil, fmt.Errorf("%w: no model attributes", ErrLayout)
@@ -140,10 +206,7 @@ func ParseLayout(attrs map[string]any) (*Layout, error) {
 			return nil, fmt.Errorf("%w: %s is %T, not a dictionary", ErrLayout, KeyModelDescription, d)
 		}
 		var err error
-		if l.InputSymbols, err = stringList(desc, KeyInputSymbols); err != nil {
-			return nil, err
-		}
-		if l.OutputSymbols, err = stringList(desc, KeyOutputSymbols); err != nil {
+		if l.InputSymbols, l.OutputSymbols, err = parseDescription(desc); err != nil {
 			return nil, err
 		}
 	}
@@ -155,6 +218,44 @@ func ParseLayout(attrs map[string]any) (*Layout, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+func parseDescription(desc map[string]any) (in, out Symbols, err error) {
+	if in.Names, err = stringList(desc, KeyInputSymbols); err != nil {
+		return in, out, err
+	}
+	if out.Names, err = stringList(desc, KeyOutputSymbols); err != nil {
+		return in, out, err
+	}
+	v, present := desc[KeyProcedures]
+	if !present || v == nil {
+		return in, out, nil
+	}
+	procs, ok := asList(v)
+	if !ok {
+		return in, out, fmt.Errorf("%w: %s is %T, not an array", ErrLayout, KeyProcedures, v)
+	}
+	if len(procs) == 0 {
+		return in, out, nil
+	}
+	p0, ok := asMap(procs[0])
+	if !ok {
+		return in, out, fmt.Errorf("%w: %s[0] is %T, not a dictionary", ErrLayout, KeyProcedures, procs[0])
+	}
+	// The request names procedure 0 and the layout is NetworkStatusList[0]:
+	// the first procedure must be that one.
+	if id, present := p0[KeyProcedureID]; present && id != nil {
+		if n, ok := asInt(id); !ok || n != 0 {
+			return in, out, fmt.Errorf("%w: %s[0] has %s %v, not 0", ErrLayout, KeyProcedures, KeyProcedureID, id)
+		}
+	}
+	if in.Indices, err = intList(p0, KeyInputIndices); err != nil {
+		return in, out, err
+	}
+	if out.Indices, err = intList(p0, KeyOutputIndices); err != nil {
+		return in, out, err
+	}
+	return in, out, nil
 }
 
 func stringList(m map[string]any, key string) ([]string, error) {
@@ -177,7 +278,27 @@ func stringList(m map[string]any, key string) ([]string, error) {
 	return out, nil
 }
 
-func parseTensors(proc map[string]any, key string, symbols []string) ([]Tensor, error) {
+func intList(m map[string]any, key string) ([]int, error) {
+	v, present := m[key]
+	if !present || v == nil {
+		return nil, nil
+	}
+	list, ok := asList(v)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is %T, not an array", ErrLayout, key, v)
+	}
+	out := make([]int, len(list))
+	for i, e := range list {
+		n, ok := asInt(e)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s[%d] = %v (%T) is not an integer", ErrLayout, key, i, e, e)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+func parseTensors(proc map[string]any, key string, symbols Symbols) ([]Tensor, error) {
 	list, ok := asList(proc[key])
 	if !ok {
 		return nil, fmt.Errorf("%w: %s[0] has no %s array", ErrLayout, KeyNetworkStatusList, key)
@@ -190,12 +311,12 @@ func parseTensors(proc map[string]any, key string, symbols []string) ([]Tensor, 
 		}
 		t, err := parseTensor(m)
 		if err != nil {
-			return nil, fmt.Errorf("%s[%d]: %w", key, i, err)
+			return nil, within(fmt.Sprintf("%s[%d]", key, i), err)
 		}
 		ts[i] = t
 	}
 	if err := ResolveIndices(ts, symbols); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, within(key, err)
 	}
 	return ts, nil
 }
@@ -217,241 +338,109 @@ func parseTensor(m map[string]any) (Tensor, error) {
 		*f.dst = s
 	}
 	for _, f := range []struct {
-		key string
-		dst *int
-	}{{KeyChannels, &t.Channels}, {KeyWidth, &t.Width}, {KeyHeight, &t.Height}, {KeyPlaneStride, &t.PlaneStride}, {KeyRowStride, &t.RowStride}} {
+		key      string
+		dst      *int
+		optional bool
+	}{
+		{KeyChannels, &t.Channels, false}, {KeyWidth, &t.Width, false}, {KeyHeight, &t.Height, false},
+		{KeyPlaneStride, &t.PlaneStride, false}, {KeyRowStride, &t.RowStride, false},
+		{KeyBatchStride, &t.BatchStride, true},
+		{KeyBatches, &t.Batches, true}, {KeyDepth, &t.Depth, true},
+		{KeyPlaneCount, &t.PlaneCount, true}, {KeyInterleave, &t.Interleave, true},
+	} {
 		v, present := m[f.key]
-		if !present {
+		if !present || v == nil {
+			if f.optional {
+				continue
+			}
 			return Tensor{}, fmt.Errorf("%w: tensor %q has no %s", ErrLayout, t.Name, f.key)
 		}
 		n, ok := asInt(v)
 		if !ok {
 			return Tensor{}, fmt.Errorf("%w: tensor %q: %s = %v (%T) is not an integer", ErrLayout, t.Name, f.key, v, v)
 		}
+		if f.optional && f.key != KeyBatchStride && n == 0 {
+			// Present counts must be positive; 0 is reserved for absent.
+			return Tensor{}, fmt.Errorf("%w: tensor %q: %s = 0", ErrLayout, t.Name, f.key)
+		}
 		*f.dst = n
 	}
-	t.ElemSize = 2
-	if t.Type == "Float32" {
-		t.ElemSize = 4
+	var err error
+	if t.ElemSize, err = ElemSizeOf(t.Type); err != nil {
+		return Tensor{}, within(fmt.Sprintf("tensor %q", t.Name), err)
 	}
 	return t, t.Validate()
 }
 
-// ResolveIndices sets each tensor's Index: the position of its Symbol in
-// symbols, else of its Name, else its own position in ts. It fails if two
-// tensors end up with the same index.
-func ResolveIndices(ts []Tensor, symbols []string) error {
-	pos := make(map[string]int, len(symbols))
-	for i, s := range symbols {
-		if _, dup := pos[s]; !dup {
-			pos[s] = i
+// ResolveIndices sets each tensor's Index: its position in procedure 0's
+// symbol order. That order is symbols.Indices (ANEFModelProcedures[0]'s
+// index array), naming entries of symbols.Names, when the description has
+// one; otherwise symbols.Names itself. A tensor is found in that order by
+// its Symbol, else its Name, both compared after trimming OutputSuffix. A
+// model without any symbol table may have only one tensor each way (Index
+// 0): there is nothing to order several by.
+//
+// Everything else is an error wrapping ErrLayout, never a positional guess:
+// a tensor that is not in the symbol order, a name the order holds twice
+// (only the index array can tell such symbols apart), an index out of
+// range, two tensors at one position, or a count that differs from the
+// order's.
+func ResolveIndices(ts []Tensor, symbols Symbols) error {
+	var order []string // names in procedure 0's symbol order
+	switch {
+	case symbols.Indices != nil:
+		order = make([]string, len(symbols.Indices))
+		for k, idx := range symbols.Indices {
+			if idx < 0 || idx >= len(symbols.Names) {
+				return fmt.Errorf("%w: procedure 0 names symbol %d, but the symbol array has %d entries", ErrLayout, idx, len(symbols.Names))
+			}
+			order[k] = BaseName(symbols.Names[idx])
 		}
+	case symbols.Names != nil:
+		order = make([]string, len(symbols.Names))
+		for k, n := range symbols.Names {
+			order[k] = BaseName(n)
+		}
+	default:
+		if len(ts) > 1 {
+			return fmt.Errorf("%w: %d tensors and no symbol table to order them by", ErrLayout, len(ts))
+		}
+		for i := range ts {
+			ts[i].Index = 0
+		}
+		return nil
+	}
+	if len(order) != len(ts) {
+		return fmt.Errorf("%w: the live list has %d tensors, procedure 0's symbol order %d (%v)", ErrLayout, len(ts), len(order), order)
+	}
+	pos := make(map[string][]int, len(order))
+	for k, n := range order {
+		pos[n] = append(pos[n], k)
 	}
 	seen := make(map[int]int, len(ts))
 	for i := range ts {
-		idx, ok := -1, false
-		if ts[i].Symbol != "" {
-			idx, ok = pos[ts[i].Symbol]
+		idx := -1
+		for _, key := range []string{ts[i].Symbol, ts[i].Name} {
+			if key == "" {
+				continue
+			}
+			ks := pos[BaseName(key)]
+			if len(ks) > 1 {
+				return fmt.Errorf("%w: tensor %d (%q) matches symbols %v of %v; the symbol order is ambiguous", ErrLayout, i, key, ks, order)
+			}
+			if len(ks) == 1 {
+				idx = ks[0]
+				break
+			}
 		}
-		if !ok && ts[i].Name != "" {
-			idx, ok = pos[ts[i].Name]
-		}
-		if !ok {
-			idx = i
+		if idx < 0 {
+			return fmt.Errorf("%w: tensor %d (name %q, symbol %q) is not among the symbols %v", ErrLayout, i, ts[i].Name, ts[i].Symbol, order)
 		}
 		if j, dup := seen[idx]; dup {
-			return fmt.Errorf("%w: tensors %d (%q) and %d (%q) both resolve to symbol index %d", ErrLayout, j, ts[j].Name, i, ts[i].Name, idx)
+			return fmt.Errorf("%w: tensors %d (%q) and %d (%q) both resolve to symbol position %d", ErrLayout, j, ts[j].Name, i, ts[i].Name, idx)
 		}
 		seen[idx] = i
 		ts[i].Index = idx
-	}
-	return nil
-}
-
-// Port pairs a program input or output with the tensor the compiled model
-// reports for it.
-type Port struct {
-	Spec   lower.IOSpec
-	Tensor Tensor
-}
-
-// Bind pairs the program's inputs and outputs, in signature order, with the
-// layout's tensors and checks that they agree: Channels, Height and Width
-// must equal the [1, C, 1, S] device shape's C, 1 and S.
-//
-// A port is matched to the tensor whose Name, else whose Symbol, equals the
-// MIL name. Ports left unmatched are paired in alphabetical order of their
-// MIL names with the unmatched tensors in order of symbol index (the order
-// the public ObjC project observed; see ParseLayout).
-func Bind(l *Layout, p *lower.Program) (inputs, outputs []Port, err error) {
-	if l == nil || p == nil {
-		return nil, nil, fmt.Errorf("%w: nil layout or program", ErrLayout)
-	}
-	if inputs, err = bindPorts("input", p.Inputs, l.Inputs); err != nil {
-		return nil, nil, err
-	}
-	if outputs, err = bindPorts("output", p.Outputs, l.Outputs); err != nil {
-		return nil, nil, err
-	}
-	return inputs, outputs, nil
-}
-
-func bindPorts(kind string, specs []lower.IOSpec, ts []Tensor) ([]Port, error) {
-	if len(specs) != len(ts) {
-		return nil, fmt.Errorf("%w: program has %d %ss, compiled model reports %d", ErrLayout, len(specs), kind, len(ts))
-	}
-	ports := make([]Port, len(specs))
-	used := make([]bool, len(ts))
-	var unmatched []int // spec indices
-	for i, s := range specs {
-		ports[i].Spec = s
-		j := findTensor(ts, used, s.Name)
-		if j < 0 {
-			unmatched = append(unmatched, i)
-			continue
-		}
-		used[j] = true
-		ports[i].Tensor = ts[j]
-	}
-	if len(unmatched) > 0 {
-		sort.SliceStable(unmatched, func(a, b int) bool { return specs[unmatched[a]].Name < specs[unmatched[b]].Name })
-		var free []int // tensor indices
-		for j := range ts {
-			if !used[j] {
-				free = append(free, j)
-			}
-		}
-		sort.SliceStable(free, func(a, b int) bool { return ts[free[a]].Index < ts[free[b]].Index })
-		for k, i := range unmatched {
-			ports[i].Tensor = ts[free[k]]
-		}
-	}
-	for _, pt := range ports {
-		if err := pt.check(kind); err != nil {
-			return nil, err
-		}
-	}
-	return ports, nil
-}
-
-func findTensor(ts []Tensor, used []bool, name string) int {
-	if name == "" {
-		return -1
-	}
-	for j, t := range ts {
-		if !used[j] && t.Name == name {
-			return j
-		}
-	}
-	for j, t := range ts {
-		if !used[j] && t.Symbol == name {
-			return j
-		}
-	}
-	return -1
-}
-
-// check verifies that the port's spec and tensor agree, so that Pack and
-// Unpack index within bounds.
-func (p Port) check(kind string) error {
-	if err := p.Tensor.Validate(); err != nil {
-		return fmt.Errorf("%s %q: %w", kind, p.Spec.Name, err)
-	}
-	ds := p.Spec.DeviceShape
-	if len(ds) != 4 || ds[0] != 1 || ds[2] != 1 || ds[1] <= 0 || ds[3] <= 0 {
-		return fmt.Errorf("%w: %s %q: device shape %v is not [1, C, 1, S]", ErrLayout, kind, p.Spec.Name, ds)
-	}
-	t := p.Tensor
-	if t.Channels != ds[1] || t.Height != ds[2] || t.Width != ds[3] {
-		return fmt.Errorf("%w: %s %q: model reports C=%d H=%d W=%d (%q), program declares %v", ErrLayout, kind, p.Spec.Name, t.Channels, t.Height, t.Width, t.Name, ds)
-	}
-	n := p.Spec.RowLen()
-	if n <= 0 || n > t.Width || p.Spec.Size() != ds[1]*n {
-		return fmt.Errorf("%w: %s %q: logical shape %v does not fit device shape %v", ErrLayout, kind, p.Spec.Name, p.Spec.Shape, ds)
-	}
-	return nil
-}
-
-// Pack writes the logical row-major input src into the surface bytes dst at
-// the tensor's strides, zeroing row padding and the gaps between rows and
-// planes. Values are rounded to fp16 (nearest even); a value whose rounding
-// is ±Inf or NaN is an error wrapping shim.ErrRange that names the input and
-// the element. Float32 tensors are written as float32, with the same check.
-func (p Port) Pack(dst []byte, src []float32) error {
-	if err := p.check("input"); err != nil {
-		return err
-	}
-	if len(src) != p.Spec.Size() {
-		return fmt.Errorf("ane: input %q has %d values, want %d (shape %v): %w", p.Spec.Name, len(src), p.Spec.Size(), p.Spec.Shape, shim.ErrShape)
-	}
-	t := p.Tensor
-	if len(dst) < t.Bytes() {
-		return fmt.Errorf("%w: input %q: surface has %d bytes, tensor needs %d", ErrLayout, p.Spec.Name, len(dst), t.Bytes())
-	}
-	n := p.Spec.RowLen()
-	for c := range t.Channels {
-		plane := dst[c*t.PlaneStride : (c+1)*t.PlaneStride]
-		for h := range t.Height {
-			row := plane[h*t.RowStride : (h+1)*t.RowStride]
-			r := c*t.Height + h
-			vals := src[r*n : (r+1)*n]
-			for w, x := range vals {
-				hb := fp16.FromFloat32(x)
-				if hb.IsInf() || hb.IsNaN() {
-					return fmt.Errorf("ane: input %q element %d = %v does not fit fp16 (|x| rounds past %g, or NaN): %w", p.Spec.Name, r*n+w, x, fp16.MaxValue, shim.ErrRange)
-				}
-				if t.ElemSize == 4 {
-					binary.LittleEndian.PutUint32(row[4*w:], math.Float32bits(x))
-				} else {
-					binary.LittleEndian.PutUint16(row[2*w:], uint16(hb))
-				}
-			}
-			clear(row[n*t.ElemSize:])
-		}
-		clear(plane[t.Height*t.RowStride:])
-	}
-	return nil
-}
-
-// Unpack reads the output surface bytes src, laid out at the tensor's
-// strides, into the logical row-major dst. The engine saturates overflow to
-// ±Inf silently (ANE_FACTS §5); an Inf or NaN in the output is an error
-// wrapping shim.ErrRange naming the output and the first such element. dst
-// is filled in full either way.
-func (p Port) Unpack(dst []float32, src []byte) error {
-	if err := p.check("output"); err != nil {
-		return err
-	}
-	if len(dst) != p.Spec.Size() {
-		return fmt.Errorf("ane: output %q: destination has %d values, want %d: %w", p.Spec.Name, len(dst), p.Spec.Size(), shim.ErrShape)
-	}
-	t := p.Tensor
-	if len(src) < t.Bytes() {
-		return fmt.Errorf("%w: output %q: surface has %d bytes, tensor needs %d", ErrLayout, p.Spec.Name, len(src), t.Bytes())
-	}
-	n := p.Spec.RowLen()
-	bad := -1
-	for c := range t.Channels {
-		for h := range t.Height {
-			off := c*t.PlaneStride + h*t.RowStride
-			r := c*t.Height + h
-			out := dst[r*n : (r+1)*n]
-			for w := range out {
-				var x float32
-				if t.ElemSize == 4 {
-					x = math.Float32frombits(binary.LittleEndian.Uint32(src[off+4*w:]))
-				} else {
-					x = fp16.Bits(binary.LittleEndian.Uint16(src[off+2*w:])).Float32()
-				}
-				if bad < 0 && (math.IsInf(float64(x), 0) || x != x) {
-					bad = r*n + w
-				}
-				out[w] = x
-			}
-		}
-	}
-	if bad >= 0 {
-		return fmt.Errorf("ane: output %q element %d is %v: the device overflowed fp16 (or produced NaN): %w", p.Spec.Name, bad, dst[bad], shim.ErrRange)
 	}
 	return nil
 }
@@ -462,13 +451,13 @@ type SurfaceSpec struct {
 	Height          int    // IOSurfaceHeight: C·H
 	BytesPerElement int    // IOSurfaceBytesPerElement: 2 or 4
 	BytesPerRow     int    // IOSurfaceBytesPerRow: RowStride
-	AllocSize       int    // IOSurfaceAllocSize: C·PlaneStride, or more when padded
+	AllocSize       int    // IOSurfaceAllocSize: Tensor.Bytes(), or more when padded
 	PixelFormat     uint32 // IOSurfacePixelFormat: 0
 }
 
 // Surface sizes a surface for the tensor as the public Go driver does: one
 // surface row per tensor row, Channels·Height rows of RowStride bytes, and
-// Channels·PlaneStride bytes in all.
+// Bytes() = max(Channels·PlaneStride, BatchStride) bytes in all.
 func (t Tensor) Surface() SurfaceSpec {
 	return SurfaceSpec{
 		Width:           t.Width,
@@ -485,7 +474,7 @@ type SurfaceOptions struct {
 	// alike) the allocation size of the largest. One public ObjC project got
 	// "status=0x1d : Program Inference error" at evaluation whenever the
 	// outputs, or the inputs, of one request had different allocation sizes,
-	// and padding them all to the largest cured it (ANE_CALLS §7). The cost is
+	// and padding them all to the largest cured it. The cost is
 	// memory only: the data stays at the front, at the reported strides.
 	PadToLargest bool
 	// MinAllocSize is a floor on every allocation. The same project saw
@@ -521,15 +510,6 @@ func PlanSurfaces(inputs, outputs []Tensor, opt SurfaceOptions) (in, out []Surfa
 		}
 	}
 	return in, out
-}
-
-// PortTensors returns the tensors of ports, in order.
-func PortTensors(ports []Port) []Tensor {
-	ts := make([]Tensor, len(ports))
-	for i, p := range ports {
-		ts[i] = p.Tensor
-	}
-	return ts
 }
 
 func asMap(v any) (map[string]any, bool) {

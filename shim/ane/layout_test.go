@@ -1,88 +1,177 @@
 package ane
 
 import (
-	"encoding/binary"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/x448/float16"
 
-	"github.com/anemone-go/anemone/fp16"
-	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
 )
 
-// entry builds one LiveInputList/LiveOutputList dictionary.
-func entry(name, symbol string, c, h, w, rowStride, planeStride int) map[string]any {
+// live builds one LiveInputList/LiveOutputList entry shaped like the ones
+// logged from real machines: every layout key present, numbers as int64
+// (what the Foundation converter produces), one batch of depth one,
+// PlaneCount equal to Channels, BatchStride = Channels·PlaneStride.
+func live(name string, c, w, rowStride int) map[string]any {
+	ps := rowStride
 	return map[string]any{
-		KeyName: name, KeySymbol: symbol, KeyType: "Float16",
-		KeyChannels: int64(c), KeyHeight: int64(h), KeyWidth: int64(w),
-		KeyRowStride: int64(rowStride), KeyPlaneStride: int64(planeStride),
+		KeyName: name, KeySymbol: name, KeyType: TypeFloat16,
+		KeyBatchStride: int64(c * ps), KeyBatches: int64(1), KeyChannels: int64(c),
+		KeyDepth: int64(1), "DepthStride": int64(c * ps), KeyHeight: int64(1),
+		KeyInterleave: int64(1), KeyPlaneCount: int64(c), KeyPlaneStride: int64(ps),
+		KeyRowStride: int64(rowStride), KeyWidth: int64(w),
 	}
 }
 
-func attrsOf(in, out []any, inSyms, outSyms []any) map[string]any {
-	a := map[string]any{
-		KeyNetworkStatusList: []any{map[string]any{KeyLiveInputList: in, KeyLiveOutputList: out}},
+// attrsOf builds a modelAttributes dictionary shaped like the logged ones:
+// a model description with both symbol arrays, procedure 0's index arrays
+// (omitted when nil) and the procedure-name map, and one NetworkStatusList
+// entry.
+func attrsOf(in, out []map[string]any, inSyms, outSyms []string, inIdx, outIdx []int) map[string]any {
+	toAny := func(m []map[string]any) []any {
+		a := make([]any, len(m))
+		for i := range m {
+			a[i] = m[i]
+		}
+		return a
 	}
-	if inSyms != nil || outSyms != nil {
-		a[KeyModelDescription] = map[string]any{KeyInputSymbols: inSyms, KeyOutputSymbols: outSyms}
+	strs := func(s []string) []any {
+		a := make([]any, len(s))
+		for i := range s {
+			a[i] = s[i]
+		}
+		return a
 	}
-	return a
+	ints := func(s []int) []any {
+		a := make([]any, len(s))
+		for i := range s {
+			a[i] = int64(s[i])
+		}
+		return a
+	}
+	proc := map[string]any{KeyProcedureID: int64(0)}
+	if inIdx != nil {
+		proc[KeyInputIndices] = ints(inIdx)
+	}
+	if outIdx != nil {
+		proc[KeyOutputIndices] = ints(outIdx)
+	}
+	return map[string]any{
+		KeyModelDescription: map[string]any{
+			"ANEFModelInput16KAlignmentArray":   []any{int64(0)},
+			"ANEFModelOutput16KAlignmentArray":  []any{int64(0)},
+			KeyProcedures:                       []any{proc},
+			KeyInputSymbols:                     strs(inSyms),
+			KeyOutputSymbols:                    strs(outSyms),
+			"kANEFModelProcedureNameToIDMapKey": map[string]any{"main": int64(0)},
+		},
+		KeyNetworkStatusList: []any{map[string]any{
+			KeyLiveInputList:  toAny(in),
+			KeyLiveOutputList: toAny(out),
+		}},
+	}
 }
 
-func TestParseLayoutGood(t *testing.T) {
+// TestParseLayoutLogged parses a dictionary with the content logged from an
+// M3 Pro for a [1, 4, 1, 4] identity program: rows of 4 fp16 (8 bytes)
+// padded to 64, PlaneCount = Channels = 4, BatchStride = 4·64, the output
+// named with its @output suffix. Expected values follow from the strides:
+// the surface spans 4·64 = 256 bytes.
+func TestParseLayoutLogged(t *testing.T) {
+	in := live("a_input0", 4, 4, 64)
+	out := live("out@output", 4, 4, 64)
+	l, err := ParseLayout(attrsOf([]map[string]any{in}, []map[string]any{out}, []string{"a_input0"}, []string{"out@output"}, []int{0}, []int{0}))
+	require.NoError(t, err)
+	want := Tensor{Name: "a_input0", Symbol: "a_input0", Type: "Float16", Channels: 4, Height: 1, Width: 4, RowStride: 64, PlaneStride: 64,
+		BatchStride: 256, Batches: 1, Depth: 1, PlaneCount: 4, Interleave: 1, ElemSize: 2, Index: 0}
+	require.Equal(t, []Tensor{want}, l.Inputs)
+	want.Name, want.Symbol = "out@output", "out@output"
+	require.Equal(t, []Tensor{want}, l.Outputs)
+	require.Equal(t, Symbols{Names: []string{"a_input0"}, Indices: []int{0}}, l.InputSymbols)
+	require.Equal(t, Symbols{Names: []string{"out@output"}, Indices: []int{0}}, l.OutputSymbols)
+	require.Equal(t, 256, l.Inputs[0].Bytes())
+	require.Equal(t, "out", BaseName(l.Outputs[0].Name))
+}
+
+func TestParseLayoutNumberTypes(t *testing.T) {
 	// Numbers arrive as different Go types depending on the converter;
-	// each must parse to the same value.
+	// each must parse to the same value. Keys a dictionary may lack
+	// (BatchStride, Batches, Depth, PlaneCount, Interleave) parse as 0.
 	in := []any{
 		map[string]any{KeyName: "y", KeySymbol: "y", KeyType: "Float16", KeyChannels: uint64(4), KeyHeight: int32(1), KeyWidth: float64(32), KeyRowStride: 64, KeyPlaneStride: int16(64)},
-		entry("x", "x", 3, 1, 40, 128, 192),
+		map[string]any{KeyName: "x", KeyType: "Float16", KeyChannels: uint8(3), KeyHeight: 1, KeyWidth: 40, KeyRowStride: 128, KeyPlaneStride: uint32(192)},
 	}
-	out := []any{map[string]any{KeyName: "z", KeyType: "Float32", KeyChannels: 2, KeyHeight: 1, KeyWidth: 20, KeyRowStride: 128, KeyPlaneStride: 128}}
-	l, err := ParseLayout(attrsOf(in, out, []any{"x", "y"}, []any{"z"}))
+	out := []map[string]any{{KeyName: "z@output", KeyType: "Float32", KeyChannels: 2, KeyHeight: 1, KeyWidth: 20, KeyRowStride: 128, KeyPlaneStride: 128}}
+	a := map[string]any{
+		KeyModelDescription:  map[string]any{KeyInputSymbols: []string{"x", "y"}, KeyOutputSymbols: []any{"z@output"}},
+		KeyNetworkStatusList: []map[string]any{{KeyLiveInputList: in, KeyLiveOutputList: out}},
+	}
+	l, err := ParseLayout(a)
 	require.NoError(t, err)
 	require.Equal(t, []Tensor{
 		{Name: "y", Symbol: "y", Type: "Float16", Channels: 4, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 1},
-		{Name: "x", Symbol: "x", Type: "Float16", Channels: 3, Height: 1, Width: 40, RowStride: 128, PlaneStride: 192, ElemSize: 2, Index: 0},
+		{Name: "x", Type: "Float16", Channels: 3, Height: 1, Width: 40, RowStride: 128, PlaneStride: 192, ElemSize: 2, Index: 0},
 	}, l.Inputs)
 	require.Equal(t, []Tensor{
-		{Name: "z", Type: "Float32", Channels: 2, Height: 1, Width: 20, RowStride: 128, PlaneStride: 128, ElemSize: 4, Index: 0},
+		{Name: "z@output", Type: "Float32", Channels: 2, Height: 1, Width: 20, RowStride: 128, PlaneStride: 128, ElemSize: 4, Index: 0},
 	}, l.Outputs)
-	require.Equal(t, []string{"x", "y"}, l.InputSymbols)
-	require.Equal(t, []string{"z"}, l.OutputSymbols)
+	require.Nil(t, l.InputSymbols.Indices, "no procedures: no index arrays")
 
-	// Without a model description, indices are positions.
-	l, err = ParseLayout(attrsOf(in, out, nil, nil))
+	// Without any model description, one tensor each way is unambiguous.
+	l, err = ParseLayout(map[string]any{KeyNetworkStatusList: []any{map[string]any{
+		KeyLiveInputList:  []any{live("x", 1, 32, 64)},
+		KeyLiveOutputList: []any{live("y@output", 1, 32, 64)},
+	}}})
 	require.NoError(t, err)
-	require.Equal(t, 0, l.Inputs[0].Index)
-	require.Equal(t, 1, l.Inputs[1].Index)
+	require.Zero(t, l.Inputs[0].Index)
+	require.Zero(t, l.Outputs[0].Index)
+}
 
-	// []map[string]any is accepted as an array too.
-	a := map[string]any{KeyNetworkStatusList: []map[string]any{{
-		KeyLiveInputList:  []map[string]any{entry("x", "", 1, 1, 32, 64, 64)},
-		KeyLiveOutputList: []map[string]any{entry("y", "", 1, 1, 32, 64, 64)},
-	}}}
-	l, err = ParseLayout(a)
-	require.NoError(t, err)
-	require.Len(t, l.Inputs, 1)
-	require.Len(t, l.Outputs, 1)
+func TestElemSizeOf(t *testing.T) {
+	for _, tc := range []struct {
+		typ  string
+		size int
+	}{{"Float16", 2}, {"Float32", 4}} {
+		n, err := ElemSizeOf(tc.typ)
+		require.NoError(t, err)
+		require.Equal(t, tc.size, n)
+	}
+	// Anything else is refused, never assumed to be fp16.
+	for _, bad := range []string{"", "float16", "FP16", "Float16 ", "Int8", "UInt8", "BFloat16", "Float64"} {
+		_, err := ElemSizeOf(bad)
+		require.ErrorIs(t, err, ErrLayout, "%q", bad)
+	}
 }
 
 func TestParseLayoutBad(t *testing.T) {
-	good := func() map[string]any { return entry("x", "x", 2, 1, 40, 128, 128) }
-	with := func(k string, v any) map[string]any {
+	good := func() map[string]any { return live("x", 2, 40, 128) }
+	with := func(kv ...any) map[string]any {
 		e := good()
-		if v == nil {
-			delete(e, k)
-		} else {
-			e[k] = v
+		for i := 0; i < len(kv); i += 2 {
+			k := kv[i].(string)
+			if kv[i+1] == nil {
+				delete(e, k)
+			} else {
+				e[k] = kv[i+1]
+			}
 		}
 		return e
 	}
-	one := func(e any) map[string]any { return attrsOf([]any{e}, []any{good()}, nil, nil) }
+	one := func(e map[string]any) map[string]any {
+		return attrsOf([]map[string]any{e}, []map[string]any{live("y@output", 2, 40, 128)}, []string{"x"}, []string{"y@output"}, []int{0}, []int{0})
+	}
+	desc := func(edit func(d map[string]any)) map[string]any {
+		a := one(good())
+		edit(a[KeyModelDescription].(map[string]any))
+		return a
+	}
+	proc0 := func(edit func(p map[string]any)) map[string]any {
+		return desc(func(d map[string]any) { edit(d[KeyProcedures].([]any)[0].(map[string]any)) })
+	}
+	two := []map[string]any{live("a", 1, 32, 64), live("b", 1, 32, 64)}
+	outs := []map[string]any{live("y@output", 1, 32, 64)}
 	tests := []struct {
 		name  string
 		attrs map[string]any
@@ -94,7 +183,11 @@ func TestParseLayoutBad(t *testing.T) {
 		{"procedure not a dictionary", map[string]any{KeyNetworkStatusList: []any{7}}},
 		{"no LiveInputList", map[string]any{KeyNetworkStatusList: []any{map[string]any{KeyLiveOutputList: []any{good()}}}}},
 		{"no LiveOutputList", map[string]any{KeyNetworkStatusList: []any{map[string]any{KeyLiveInputList: []any{good()}}}}},
-		{"entry not a dictionary", one("x")},
+		{"entry not a dictionary", func() map[string]any {
+			a := one(good())
+			a[KeyNetworkStatusList].([]any)[0].(map[string]any)[KeyLiveInputList] = []any{"x"}
+			return a
+		}()},
 		{"missing Channels", one(with(KeyChannels, nil))},
 		{"missing RowStride", one(with(KeyRowStride, nil))},
 		{"Width is a string", one(with(KeyWidth, "40"))},
@@ -103,24 +196,52 @@ func TestParseLayoutBad(t *testing.T) {
 		{"Name not a string", one(with(KeyName, 3))},
 		{"zero Channels", one(with(KeyChannels, 0))},
 		{"negative Height", one(with(KeyHeight, -1))},
+		// Type: only the two spellings logged dictionaries use.
+		{"missing Type", one(with(KeyType, nil))},
+		{"Type Int8", one(with(KeyType, "Int8"))},
+		{"Type lower case", one(with(KeyType, "float16"))},
+		{"Type not a string", one(with(KeyType, 16))},
+		// Layouts this package will not guess at.
+		{"two batches", one(with(KeyBatches, int64(2), KeyBatchStride, int64(512)))},
+		{"depth 2", one(with(KeyDepth, int64(2)))},
+		{"interleave 2", one(with(KeyInterleave, int64(2)))},
+		{"PlaneCount neither 1 nor Channels", one(with(KeyChannels, int64(4), KeyPlaneCount, int64(2), KeyBatchStride, nil))},
+		{"Batches present but 0", one(with(KeyBatches, int64(0)))},
+		{"negative BatchStride", one(with(KeyBatchStride, int64(-1)))},
 		// 160 bytes is wide enough for 40 fp16, but not 64-byte aligned.
-		{"RowStride not a multiple of 64", one(map[string]any{KeyChannels: 1, KeyHeight: 1, KeyWidth: 40, KeyRowStride: 160, KeyPlaneStride: 160})},
+		{"RowStride not a multiple of 64", one(with(KeyRowStride, 160, KeyPlaneStride, 160))},
 		{"RowStride zero", one(with(KeyRowStride, 0))},
 		// Width 40 fp16 = 80 bytes needs round_up_64(80) = 128.
 		{"RowStride too small for Width", one(with(KeyRowStride, 64))},
 		// Float32 Width 20 = 80 bytes also needs 128.
-		{"RowStride too small for Float32", one(map[string]any{KeyType: "Float32", KeyChannels: 1, KeyHeight: 1, KeyWidth: 20, KeyRowStride: 64, KeyPlaneStride: 64})},
-		{"PlaneStride below Height·RowStride", one(map[string]any{KeyChannels: 1, KeyHeight: 2, KeyWidth: 32, KeyRowStride: 64, KeyPlaneStride: 64})},
-		{"huge surface", one(map[string]any{KeyChannels: 1 << 30, KeyHeight: 1, KeyWidth: 32, KeyRowStride: 64, KeyPlaneStride: 1 << 30})},
+		{"RowStride too small for Float32", one(with(KeyType, "Float32", KeyWidth, 20, KeyRowStride, 64, KeyPlaneStride, 64))},
+		{"PlaneStride below Height·RowStride", one(with(KeyHeight, 2, KeyPlaneStride, 128))},
+		{"huge surface", one(with(KeyChannels, 1<<30, KeyPlaneStride, 1<<30, KeyRowStride, 128, KeyPlaneCount, nil))},
+		// The description.
 		{"description not a dictionary", func() map[string]any { a := one(good()); a[KeyModelDescription] = []any{}; return a }()},
-		{"symbols not an array", func() map[string]any {
-			a := one(good())
-			a[KeyModelDescription] = map[string]any{KeyInputSymbols: "x"}
-			return a
-		}()},
-		{"symbol not a string", attrsOf([]any{good()}, []any{good()}, []any{1}, []any{"x"})},
-		{"duplicate symbol index", attrsOf([]any{entry("a", "s", 1, 1, 32, 64, 64), entry("b", "s", 1, 1, 32, 64, 64)}, []any{good()}, []any{"s"}, nil)},
+		{"symbols not an array", desc(func(d map[string]any) { d[KeyInputSymbols] = "x" })},
+		{"symbol not a string", desc(func(d map[string]any) { d[KeyInputSymbols] = []any{1} })},
+		{"procedures not an array", desc(func(d map[string]any) { d[KeyProcedures] = map[string]any{} })},
+		{"procedure 0 not a dictionary", desc(func(d map[string]any) { d[KeyProcedures] = []any{"p"} })},
+		{"procedure 0 has ID 1", proc0(func(p map[string]any) { p[KeyProcedureID] = int64(1) })},
+		{"index array not an array", proc0(func(p map[string]any) { p[KeyInputIndices] = int64(0) })},
+		{"index not an integer", proc0(func(p map[string]any) { p[KeyInputIndices] = []any{"0"} })},
+		{"index out of range", proc0(func(p map[string]any) { p[KeyOutputIndices] = []any{int64(1)} })},
+		{"index array without symbols", desc(func(d map[string]any) { delete(d, KeyInputSymbols) })},
+		// Resolution: no positional guess.
+		{"tensor not among the symbols", attrsOf([]map[string]any{good()}, outs, []string{"q"}, []string{"y@output"}, nil, nil)},
+		{"more tensors than symbols", attrsOf(two, outs, []string{"a"}, []string{"y@output"}, nil, nil)},
+		{"two tensors, no table", map[string]any{KeyNetworkStatusList: []any{map[string]any{
+			KeyLiveInputList: []any{two[0], two[1]}, KeyLiveOutputList: []any{outs[0]}}}}},
+		{"duplicate symbol without an index array", attrsOf(two, outs, []string{"a", "a"}, []string{"y@output"}, nil, nil)},
+		{"ambiguous symbol order", attrsOf(two, outs, []string{"a", "a", "b"}, []string{"y@output"}, []int{0, 1}, nil)},
+		{"two tensors at one position", attrsOf([]map[string]any{two[0], live("a", 1, 32, 64)}, outs, []string{"a", "b"}, []string{"y@output"}, nil, nil)},
 	}
+	// The base of every case parses: each fails by its own edit.
+	_, err := ParseLayout(one(good()))
+	require.NoError(t, err)
+	_, err = ParseLayout(attrsOf(two, outs, []string{"a", "b"}, []string{"y@output"}, nil, nil))
+	require.NoError(t, err)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseLayout(tc.attrs)
@@ -132,21 +253,29 @@ func TestParseLayoutBad(t *testing.T) {
 }
 
 func TestResolveIndices(t *testing.T) {
-	syms := []string{"a", "b", "x"}
 	tests := []struct {
 		name string
 		ts   []Tensor
+		syms Symbols
 		want []int
 	}{
-		{"by symbol", []Tensor{{Symbol: "x"}, {Symbol: "a"}}, []int{2, 0}},
-		{"symbol beats name", []Tensor{{Symbol: "b", Name: "x"}}, []int{1}},
-		{"name when symbol unknown", []Tensor{{Symbol: "zz", Name: "a"}, {Name: "x"}}, []int{0, 2}},
-		{"position when neither resolves", []Tensor{{Name: "q"}, {Symbol: "r"}, {}}, []int{0, 1, 2}},
-		{"mixed", []Tensor{{Name: "q"}, {Symbol: "x"}}, []int{0, 2}},
+		{"by symbol", []Tensor{{Symbol: "x"}, {Symbol: "a"}, {Symbol: "b"}}, Symbols{Names: []string{"a", "b", "x"}}, []int{2, 0, 1}},
+		{"symbol beats name", []Tensor{{Symbol: "b", Name: "a"}, {Symbol: "a", Name: "b"}}, Symbols{Names: []string{"a", "b"}}, []int{1, 0}},
+		{"name when symbol unknown", []Tensor{{Symbol: "zz", Name: "a"}, {Name: "b"}}, Symbols{Names: []string{"a", "b"}}, []int{0, 1}},
+		{"output suffix on either side", []Tensor{{Name: "r2@output"}, {Symbol: "r"}}, Symbols{Names: []string{"r@output", "r2"}}, []int{1, 0}},
+		// Procedure 0's index array decides the order, not the symbol
+		// array's: with indices [1, 0] the first symbol position is "y".
+		{"index array order", []Tensor{{Name: "x"}, {Name: "y"}}, Symbols{Names: []string{"x", "y"}, Indices: []int{1, 0}}, []int{1, 0}},
+		// A symbol array that holds "x" twice: first occurrence would say
+		// position 0; the index array says x is the second symbol of
+		// procedure 0 (indices [1, 2] name "y", then the second "x").
+		{"duplicated symbol array", []Tensor{{Name: "x"}, {Name: "y"}}, Symbols{Names: []string{"x", "y", "x"}, Indices: []int{1, 2}}, []int{1, 0}},
+		{"duplicated, other procedure", []Tensor{{Name: "y"}, {Name: "x"}}, Symbols{Names: []string{"x", "y", "x"}, Indices: []int{2, 1}}, []int{1, 0}},
+		{"one tensor, no table", []Tensor{{Name: "q"}}, Symbols{}, []int{0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.NoError(t, ResolveIndices(tc.ts, syms))
+			require.NoError(t, ResolveIndices(tc.ts, tc.syms))
 			got := make([]int, len(tc.ts))
 			for i, x := range tc.ts {
 				got[i] = x.Index
@@ -154,202 +283,24 @@ func TestResolveIndices(t *testing.T) {
 			require.Equal(t, tc.want, got)
 		})
 	}
-	// A resolved index that collides with a positional one is an error.
-	err := ResolveIndices([]Tensor{{Name: "q"}, {Symbol: "a"}}, syms)
-	require.ErrorIs(t, err, ErrLayout)
-}
-
-func spec(name string, shape []int, c, s int) lower.IOSpec {
-	return lower.IOSpec{Name: name, Shape: shape, DeviceShape: []int{1, c, 1, s}}
-}
-
-func TestBind(t *testing.T) {
-	prog := &lower.Program{
-		Inputs:  []lower.IOSpec{spec("x", []int{3, 30}, 3, 32), spec("lora", []int{2, 32}, 2, 32)},
-		Outputs: []lower.IOSpec{spec("q", []int{4}, 1, 32), spec("k", []int{4}, 1, 32)},
-	}
-	tX := Tensor{Name: "x", Channels: 3, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 1}
-	tL := Tensor{Symbol: "lora", Channels: 2, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 0}
-	t.Run("by name and symbol", func(t *testing.T) {
-		oq := Tensor{Name: "q", Channels: 1, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 1}
-		ok := Tensor{Name: "k", Channels: 1, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 0}
-		in, out, err := Bind(&Layout{Inputs: []Tensor{tL, tX}, Outputs: []Tensor{ok, oq}}, prog)
-		require.NoError(t, err)
-		require.Equal(t, []Tensor{tX, tL}, PortTensors(in))
-		require.Equal(t, []Tensor{oq, ok}, PortTensors(out))
-		require.Equal(t, "x", in[0].Spec.Name)
-	})
-	t.Run("alphabetical fallback", func(t *testing.T) {
-		// Unnamed outputs: "k" < "q", so k takes the lower symbol index.
-		o0 := Tensor{Name: "out0", Channels: 1, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 0}
-		o1 := Tensor{Name: "out1", Channels: 1, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 1}
-		_, out, err := Bind(&Layout{Inputs: []Tensor{tX, tL}, Outputs: []Tensor{o1, o0}}, prog)
-		require.NoError(t, err)
-		require.Equal(t, "q", out[0].Spec.Name)
-		require.Equal(t, 1, out[0].Tensor.Index)
-		require.Equal(t, "k", out[1].Spec.Name)
-		require.Equal(t, 0, out[1].Tensor.Index)
-	})
 	bad := []struct {
 		name string
-		l    *Layout
+		ts   []Tensor
+		syms Symbols
 	}{
-		{"count", &Layout{Inputs: []Tensor{tX}, Outputs: nil}},
-		{"channels", &Layout{Inputs: []Tensor{tX, func() Tensor { x := tL; x.Channels = 3; return x }()}}},
-		{"width", &Layout{Inputs: []Tensor{tX, func() Tensor { x := tL; x.Width = 64; x.RowStride = 128; x.PlaneStride = 128; return x }()}}},
-		{"height", &Layout{Inputs: []Tensor{tX, func() Tensor { x := tL; x.Height = 2; x.PlaneStride = 128; return x }()}}},
-		{"invalid tensor", &Layout{Inputs: []Tensor{tX, func() Tensor { x := tL; x.RowStride = 32; return x }()}}},
-		{"nil", nil},
+		{"duplicated array, no index array", []Tensor{{Name: "x"}, {Name: "y"}, {Name: "z"}}, Symbols{Names: []string{"x", "y", "x"}}},
+		{"unknown name", []Tensor{{Name: "q"}}, Symbols{Names: []string{"a"}}},
+		{"no names", []Tensor{{}}, Symbols{Names: []string{"a"}}},
+		{"count", []Tensor{{Name: "a"}}, Symbols{Names: []string{"a", "b"}}},
+		{"negative index", []Tensor{{Name: "a"}}, Symbols{Names: []string{"a"}, Indices: []int{-1}}},
+		{"same position twice", []Tensor{{Name: "a"}, {Symbol: "a"}}, Symbols{Names: []string{"a", "b"}}},
+		{"two tensors, no table", []Tensor{{Name: "a"}, {Name: "b"}}, Symbols{}},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := Bind(tc.l, prog)
-			require.ErrorIs(t, err, ErrLayout)
+			require.ErrorIs(t, ResolveIndices(tc.ts, tc.syms), ErrLayout)
 		})
 	}
-}
-
-// fp16Values draws n values in the normal fp16 range, with random signs and
-// magnitudes spread over [2⁻¹⁴, 2¹⁵].
-func fp16Values(rng *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		x := float32(math.Ldexp(1+rng.Float64(), rng.IntN(30)-14))
-		if rng.IntN(2) == 0 {
-			x = -x
-		}
-		v[i] = x
-	}
-	return v
-}
-
-func TestPackUnpackStrides(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	tests := []struct {
-		name   string
-		spec   lower.IOSpec
-		tensor Tensor
-	}{
-		// RowStride 128 for Width 40 (80 bytes), and a plane gap after it.
-		{"odd strides", spec("x", []int{3, 37}, 3, 40), Tensor{Name: "x", Channels: 3, Height: 1, Width: 40, RowStride: 128, PlaneStride: 192, ElemSize: 2}},
-		{"packed", spec("x", []int{5, 32}, 5, 32), Tensor{Name: "x", Channels: 5, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2}},
-		{"scalar", spec("s", nil, 1, 32), Tensor{Name: "s", Channels: 1, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2}},
-		{"rank 3", spec("t", []int{2, 3, 10}, 6, 32), Tensor{Name: "t", Channels: 6, Height: 1, Width: 32, RowStride: 128, PlaneStride: 128, ElemSize: 2}},
-		{"float32", spec("f", []int{2, 20}, 2, 20), Tensor{Name: "f", Type: "Float32", Channels: 2, Height: 1, Width: 20, RowStride: 128, PlaneStride: 256, ElemSize: 4}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := Port{Spec: tc.spec, Tensor: tc.tensor}
-			src := fp16Values(rng, tc.spec.Size())
-			// Garbage in the surface, and spare bytes past the tensor, to
-			// check that padding is zeroed and nothing past it is touched.
-			dst := make([]byte, tc.tensor.Bytes()+64)
-			for i := range dst {
-				dst[i] = 0xAA
-			}
-			require.NoError(t, p.Pack(dst, src))
-
-			n := tc.spec.RowLen()
-			written := make([]bool, len(dst))
-			for c := range tc.tensor.Channels {
-				for w := range n {
-					i := c*n + w
-					off := tc.tensor.Offset(c, 0, w)
-					require.Equal(t, c*tc.tensor.PlaneStride+w*tc.tensor.ElemSize, off)
-					if tc.tensor.ElemSize == 4 {
-						got := math.Float32frombits(binary.LittleEndian.Uint32(dst[off:]))
-						require.Equal(t, src[i], got, "element %d", i)
-					} else {
-						// Independent reference for the encoding: x448/float16.
-						want := float16.Fromfloat32(src[i]).Bits()
-						require.Equal(t, want, binary.LittleEndian.Uint16(dst[off:]), "element %d", i)
-					}
-					for k := range tc.tensor.ElemSize {
-						written[off+k] = true
-					}
-				}
-			}
-			for i := range tc.tensor.Bytes() {
-				if !written[i] {
-					require.Zero(t, dst[i], "padding byte %d", i)
-				}
-			}
-			for i := tc.tensor.Bytes(); i < len(dst); i++ {
-				require.Equal(t, byte(0xAA), dst[i], "byte %d past the tensor", i)
-			}
-
-			// Unpack returns exactly the stored values: fp16 rounding of
-			// the inputs (an fp16 value is exact in float32, so no
-			// tolerance applies), or the float32 values themselves.
-			got := make([]float32, tc.spec.Size())
-			require.NoError(t, p.Unpack(got, dst))
-			for i := range src {
-				want := src[i]
-				if tc.tensor.ElemSize == 2 {
-					want = fp16.Round32(src[i])
-				}
-				require.Equal(t, want, got[i], "element %d", i)
-			}
-		})
-	}
-}
-
-func TestPackRange(t *testing.T) {
-	p := Port{Spec: spec("x", []int{2, 4}, 2, 32), Tensor: Tensor{Name: "x", Channels: 2, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2}}
-	dst := make([]byte, p.Tensor.Bytes())
-	tests := []struct {
-		name string
-		x    float32
-		ok   bool
-	}{
-		{"max", fp16.MaxValue, true},
-		{"rounds down to max", 65519, true},
-		{"rounds to Inf", 65520, false},
-		{"negative overflow", -1e6, false},
-		{"Inf", float32(math.Inf(1)), false},
-		{"NaN", float32(math.NaN()), false},
-		{"tiny", 1e-30, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			src := []float32{1, 2, 3, 4, 5, 6, tc.x, 8}
-			err := p.Pack(dst, src)
-			if tc.ok {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, shim.ErrRange)
-			require.Contains(t, err.Error(), `input "x" element 6`)
-		})
-	}
-	err := p.Pack(dst, make([]float32, 7))
-	require.ErrorIs(t, err, shim.ErrShape)
-	err = p.Pack(dst[:100], make([]float32, 8))
-	require.ErrorIs(t, err, ErrLayout)
-	// A port whose spec and tensor disagree is refused, not indexed.
-	bad := p
-	bad.Spec = spec("x", []int{3, 4}, 3, 32)
-	require.ErrorIs(t, bad.Pack(dst, make([]float32, 12)), ErrLayout)
-}
-
-func TestUnpackRange(t *testing.T) {
-	p := Port{Spec: spec("y", []int{1, 3}, 1, 32), Tensor: Tensor{Name: "y", Channels: 1, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2}}
-	src := make([]byte, p.Tensor.Bytes())
-	binary.LittleEndian.PutUint16(src[0:], uint16(fp16.FromFloat32(1.5)))
-	binary.LittleEndian.PutUint16(src[2:], 0xfc00) // -Inf
-	binary.LittleEndian.PutUint16(src[4:], uint16(fp16.FromFloat32(-2)))
-	dst := make([]float32, 3)
-	err := p.Unpack(dst, src)
-	require.ErrorIs(t, err, shim.ErrRange)
-	require.Contains(t, err.Error(), `output "y" element 1`)
-	require.Equal(t, float32(1.5), dst[0])
-	require.True(t, math.IsInf(float64(dst[1]), -1))
-	require.Equal(t, float32(-2), dst[2], "dst is filled in full")
-
-	binary.LittleEndian.PutUint16(src[2:], 0x7e00) // NaN
-	require.ErrorIs(t, p.Unpack(dst, src), shim.ErrRange)
-	require.ErrorIs(t, p.Unpack(make([]float32, 2), src), shim.ErrShape)
-	require.ErrorIs(t, p.Unpack(dst, src[:10]), ErrLayout)
 }
 
 func TestSurfaces(t *testing.T) {
@@ -381,6 +332,14 @@ func TestSurfaces(t *testing.T) {
 	require.True(t, b.Packed())
 	require.False(t, a.Packed())
 	require.False(t, c.Packed())
+
+	// A BatchStride past Channels·PlaneStride sizes the surface; one
+	// below it does not shrink it: max(3·192, 1000) = 1000, max(576, 64).
+	d := a
+	d.BatchStride = 1000
+	require.Equal(t, 1000, d.Surface().AllocSize)
+	d.BatchStride = 64
+	require.Equal(t, 576, d.Surface().AllocSize)
 }
 
 func allocs(s []SurfaceSpec) []int {

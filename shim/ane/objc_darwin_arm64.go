@@ -181,8 +181,12 @@ func (r *rtFns) fromNS(id objc.ID, depth int) any {
 	return r.goString(id)
 }
 
+// maxCauses bounds how far nsError follows a chain of underlying errors.
+const maxCauses = 8
+
 // nsError turns an NSError out-argument into an *Error, copying its fields
-// out before the pool drains.
+// and its chain of underlying errors (userInfo[NSUnderlyingErrorKey]) out
+// before the pool drains.
 func (r *rtFns) nsError(op string, errID objc.ID) *Error {
 	e := &Error{Op: op}
 	if errID == 0 {
@@ -192,6 +196,23 @@ func (r *rtFns) nsError(op string, errID objc.ID) *Error {
 	e.Code = int(r.sendInt(errID, s.code))
 	e.Domain = r.goString(errID.Send(s.domain))
 	e.Desc = r.goString(errID.Send(s.localizedDescription))
+	key := r.nsString(nsUnderlyingErrorKey)
+	for cur := errID; len(e.Causes) < maxCauses; {
+		info := cur.Send(s.userInfo)
+		if info == 0 || !r.isKind(info, r.clsNSDictionary) {
+			break
+		}
+		next := info.Send(s.objectForKey, key)
+		if next == 0 || !r.isKind(next, r.clsNSError) {
+			break
+		}
+		e.Causes = append(e.Causes, Cause{
+			Domain: r.goString(next.Send(s.domain)),
+			Code:   int(r.sendInt(next, s.code)),
+			Desc:   r.goString(next.Send(s.localizedDescription)),
+		})
+		cur = next
+	}
 	return e
 }
 

@@ -14,9 +14,9 @@ import (
 const QoS uint32 = 21
 
 // TargetForBrand picks the device target from the CPU brand string
-// (sysctl machdep.cpu.brand_string, e.g. "Apple M2 Pro"): M1, M2, M3, and
-// M4 for M4 and later. Anything it does not recognise gets TargetM1, the
-// most restrictive family.
+// (sysctl machdep.cpu.brand_string, e.g. "Apple M2 Pro"): M1, M2, M3, M4,
+// and M5 (the A16 family) for M5 and later. Anything it does not recognise
+// gets TargetM1, the most restrictive family.
 func TargetForBrand(brand string) lower.Target {
 	_, rest, ok := strings.Cut(brand, "Apple M")
 	if !ok {
@@ -37,8 +37,10 @@ func TargetForBrand(brand string) lower.Target {
 		return lower.TargetM2
 	case gen == 3:
 		return lower.TargetM3
-	default:
+	case gen == 4:
 		return lower.TargetM4
+	default:
+		return lower.TargetM5
 	}
 }
 
@@ -48,8 +50,9 @@ func InfoFor(t lower.Target) shim.Info {
 }
 
 // Fits reports whether a program lowered for pt can run on a device with
-// target dt: same opset, no limit of pt beyond dt's, and rows padded at
-// least as coarsely.
+// target dt: same opset, no limit of pt beyond dt's, rows padded at least
+// as coarsely, and no reliance on the absence of a width-slice clamp that
+// dt has.
 func Fits(pt, dt lower.Target) error {
 	var why []string
 	if pt.Opset != dt.Opset {
@@ -71,6 +74,12 @@ func Fits(pt, dt lower.Target) error {
 	if dt.RowAlign > 0 && (pt.RowAlign <= 0 || pt.RowAlign%dt.RowAlign != 0) {
 		why = append(why, fmt.Sprintf("rows aligned to %d, device needs a multiple of %d", pt.RowAlign, dt.RowAlign))
 	}
+	// A program lowered for a family without the width-slice clamp may
+	// slice large values at a nonzero last-axis offset, which a clamping
+	// family saturates to ±Inf.
+	if dt.WidthSliceClamp && !pt.WidthSliceClamp {
+		why = append(why, "lowered without the width-slice clamp, which the device has")
+	}
 	if pt.MinRow < dt.MinRow {
 		why = append(why, fmt.Sprintf("rows of at least %d, device needs %d", pt.MinRow, dt.MinRow))
 	}
@@ -82,9 +91,11 @@ func Fits(pt, dt lower.Target) error {
 
 // CheckProgram checks a program before anything is handed to the framework:
 // MIL present, at least one input and one output (the request needs both),
-// unique non-empty names, every device shape [1, C, 1, S] within the device
-// target and consistent with its logical shape, and a program target that
-// fits the device's. Errors wrap ErrProgram (and so shim.ErrUnsupported).
+// unique non-empty names for the logical tensors and for the surfaces, every
+// surface [1, C, 1, S] within the device target, every logical tensor a band
+// of rows inside its surface consistent with its logical shape, and a
+// program target that fits the device's. Errors wrap ErrProgram (and so
+// shim.ErrUnsupported).
 func CheckProgram(p *lower.Program, dev lower.Target) error {
 	if p == nil {
 		return fmt.Errorf("%w: nil program", ErrProgram)
@@ -115,30 +126,32 @@ func CheckProgram(p *lower.Program, dev lower.Target) error {
 				return fmt.Errorf("%w: two %ss named %q", ErrProgram, g.kind, s.Name)
 			}
 			seen[s.Name] = true
-			if err := checkSpec(s, dev); err != nil {
-				return fmt.Errorf("%w: %s %q: %v", ErrProgram, g.kind, s.Name, err)
+		}
+	}
+	in, out, err := programPorts(p)
+	if err != nil {
+		return err
+	}
+	for _, g := range []struct {
+		kind  string
+		ports []Port
+	}{{"input", in}, {"output", out}} {
+		seen := map[string]bool{}
+		for i, pt := range g.ports {
+			if pt.Name == "" {
+				return fmt.Errorf("%w: %s surface %d has no name", ErrProgram, g.kind, i)
+			}
+			if seen[pt.Name] {
+				return fmt.Errorf("%w: two %s surfaces named %q", ErrProgram, g.kind, pt.Name)
+			}
+			seen[pt.Name] = true
+			if err := checkShape(g.kind, pt); err != nil {
+				return fmt.Errorf("%w: %v", ErrProgram, err)
+			}
+			if ds := pt.Shape; ds[1] > dev.MaxChannels || ds[3] > dev.MaxSpatial {
+				return fmt.Errorf("%w: %s surface %q of shape %v exceeds the device's %d channels or %d spatial", ErrProgram, g.kind, pt.Name, ds, dev.MaxChannels, dev.MaxSpatial)
 			}
 		}
-	}
-	return nil
-}
-
-func checkSpec(s lower.IOSpec, dev lower.Target) error {
-	ds := s.DeviceShape
-	if len(ds) != 4 || ds[0] != 1 || ds[2] != 1 || ds[1] <= 0 || ds[3] <= 0 {
-		return fmt.Errorf("device shape %v is not [1, C, 1, S]", ds)
-	}
-	if ds[1] > dev.MaxChannels || ds[3] > dev.MaxSpatial {
-		return fmt.Errorf("device shape %v exceeds the device's %d channels or %d spatial", ds, dev.MaxChannels, dev.MaxSpatial)
-	}
-	for _, d := range s.Shape {
-		if d <= 0 {
-			return fmt.Errorf("logical shape %v has a non-positive dimension", s.Shape)
-		}
-	}
-	n := s.RowLen()
-	if n > ds[3] || s.Size() != ds[1]*n {
-		return fmt.Errorf("logical shape %v does not fit device shape %v", s.Shape, ds)
 	}
 	return nil
 }

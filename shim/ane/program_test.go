@@ -20,8 +20,10 @@ func TestTargetForBrand(t *testing.T) {
 		{"Apple M3", lower.TargetM3},
 		{"Apple M3 Ultra", lower.TargetM3},
 		{"Apple M4 Max", lower.TargetM4},
-		{"Apple M5", lower.TargetM4},
-		{"Apple M10", lower.TargetM4},
+		{"Apple M4", lower.TargetM4},
+		{"Apple M5", lower.TargetM5},
+		{"Apple M5 Max", lower.TargetM5},
+		{"Apple M10", lower.TargetM5},
 		{"Apple M", lower.TargetM1},
 		{"Apple A14 Bionic", lower.TargetM1},
 		{"Intel(R) Core(TM) i9", lower.TargetM1},
@@ -41,13 +43,17 @@ func TestFits(t *testing.T) {
 		{lower.TargetSim, lower.TargetM4},
 		{lower.TargetM1, lower.TargetM3},
 		{lower.TargetM2, lower.TargetM4},
+		{lower.TargetM5, lower.TargetM5},
 	}
 	for _, c := range ok {
 		require.NoError(t, Fits(c[0], c[1]), "%s on %s", c[0].Name, c[1].Name)
 	}
 	bad := [][2]lower.Target{
-		{lower.TargetM3, lower.TargetM1}, // spatial 65536 > 16384
-		{lower.TargetM2, lower.TargetM1}, // kernel 15 > 13
+		{func() lower.Target { x := lower.TargetM1; x.MaxSpatial = 65536; return x }(), lower.TargetM1}, // spatial 65536 > 16384
+		{lower.TargetM2, lower.TargetM1},  // kernel 15 > 13
+		{lower.TargetM5, lower.TargetM4},  // M4 clamps width slices; M5 programs may rely on it not
+		{lower.TargetM5, lower.TargetM1},  // and spatial 65536 > 16384
+		{lower.TargetSim, lower.TargetM5}, // rows of 32 elements (64 bytes); M5 needs 128 bytes
 		{func() lower.Target { x := lower.TargetM1; x.Opset = "ios17"; return x }(), lower.TargetM1},
 		{func() lower.Target { x := lower.TargetM1; x.RowAlign = 16; return x }(), lower.TargetM1},
 		{func() lower.Target { x := lower.TargetM1; x.MinRow = 16; return x }(), lower.TargetM1},
@@ -68,35 +74,62 @@ func TestCheckProgram(t *testing.T) {
 			Target:  "ane-m1",
 		}
 	}
+	// The same program lowered with packed I/O: x in rows 0–3 and b in
+	// row 4 of surface "input".
+	packed := func() *lower.Program {
+		p := good()
+		p.Inputs = append(p.Inputs, band("b", []int{32}, 1, 32, 4))
+		p.InputSurfaces = []lower.Surface{{Name: "input", Shape: []int{1, 5, 1, 32}}}
+		p.OutputSurfaces = []lower.Surface{{Name: "output", Shape: []int{1, 1, 1, 32}}}
+		return p
+	}
 	require.NoError(t, CheckProgram(good(), lower.TargetM1))
+	require.NoError(t, CheckProgram(packed(), lower.TargetM1))
 	p := good()
 	p.Target = "sim"
 	require.NoError(t, CheckProgram(p, lower.TargetM1))
 
 	tests := []struct {
 		name string
+		p    func() *lower.Program
 		edit func(p *lower.Program)
 	}{
-		{"empty MIL", func(p *lower.Program) { p.MIL = nil }},
-		{"no inputs", func(p *lower.Program) { p.Inputs = nil }},
-		{"no outputs", func(p *lower.Program) { p.Outputs = nil }},
-		{"unknown target", func(p *lower.Program) { p.Target = "ane-z9" }},
-		{"empty target", func(p *lower.Program) { p.Target = "" }},
-		{"target too large", func(p *lower.Program) { p.Target = "ane-m4" }},
-		{"unnamed input", func(p *lower.Program) { p.Inputs[0].Name = "" }},
-		{"duplicate output", func(p *lower.Program) { p.Outputs = append(p.Outputs, p.Outputs[0]) }},
-		{"rank-3 device shape", func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{4, 1, 32} }},
-		{"batch not 1", func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{2, 4, 1, 32} }},
-		{"height not 1", func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{1, 4, 2, 32} }},
-		{"zero channels", func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{1, 0, 1, 32} }},
-		{"row longer than stride", func(p *lower.Program) { p.Inputs[0].Shape = []int{4, 40} }},
-		{"rows disagree", func(p *lower.Program) { p.Inputs[0].Shape = []int{5, 30} }},
-		{"negative dimension", func(p *lower.Program) { p.Inputs[0].Shape = []int{-4, -30} }},
-		{"spatial past the device", func(p *lower.Program) { p.Inputs[0] = spec("x", []int{1, 20000}, 1, 20000) }},
+		{"empty MIL", good, func(p *lower.Program) { p.MIL = nil }},
+		{"no inputs", good, func(p *lower.Program) { p.Inputs = nil }},
+		{"no outputs", good, func(p *lower.Program) { p.Outputs = nil }},
+		{"unknown target", good, func(p *lower.Program) { p.Target = "ane-z9" }},
+		{"empty target", good, func(p *lower.Program) { p.Target = "" }},
+		{"target too large", good, func(p *lower.Program) { p.Target = "ane-m5" }},
+		{"unnamed input", good, func(p *lower.Program) { p.Inputs[0].Name = "" }},
+		{"duplicate output", good, func(p *lower.Program) { p.Outputs = append(p.Outputs, p.Outputs[0]) }},
+		{"rank-3 device shape", good, func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{4, 1, 32} }},
+		{"batch not 1", good, func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{2, 4, 1, 32} }},
+		{"height not 1", good, func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{1, 4, 2, 32} }},
+		{"zero channels", good, func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{1, 0, 1, 32} }},
+		{"row longer than stride", good, func(p *lower.Program) { p.Inputs[0].Shape = []int{4, 40} }},
+		{"rows disagree", good, func(p *lower.Program) { p.Inputs[0].Shape = []int{5, 30} }},
+		{"negative dimension", good, func(p *lower.Program) { p.Inputs[0].Shape = []int{-4, -30} }},
+		{"spatial past the device", good, func(p *lower.Program) { p.Inputs[0] = spec("x", []int{1, 20000}, 1, 20000) }},
+		{"packed: unnamed surface", packed, func(p *lower.Program) { p.InputSurfaces[0].Name = "" }},
+		{"packed: two outputs surfaces of one name", packed, func(p *lower.Program) {
+			p.OutputSurfaces = append(p.OutputSurfaces, p.OutputSurfaces[0])
+			p.Outputs = append(p.Outputs, band("z", []int{32}, 1, 32, 0))
+			p.Outputs[1].Surface = 1
+		}},
+		{"packed: surface not [1, C, 1, S]", packed, func(p *lower.Program) { p.InputSurfaces[0].Shape = []int{1, 5, 32} }},
+		{"packed: band past the surface", packed, func(p *lower.Program) { p.Inputs[1].Channel = 5 }},
+		{"packed: negative channel", packed, func(p *lower.Program) { p.Inputs[1].Channel = -1 }},
+		{"packed: overlapping inputs", packed, func(p *lower.Program) { p.Inputs[1].Channel = 3 }},
+		{"packed: no such surface", packed, func(p *lower.Program) { p.Inputs[1].Surface = 1 }},
+		{"packed: band stride differs", packed, func(p *lower.Program) { p.Inputs[1].DeviceShape = []int{1, 1, 1, 64} }},
+		{"packed: surface without members", packed, func(p *lower.Program) {
+			p.InputSurfaces = append(p.InputSurfaces, lower.Surface{Name: "spare", Shape: []int{1, 1, 1, 32}})
+		}},
+		{"packed: surface past the device", packed, func(p *lower.Program) { p.OutputSurfaces[0].Shape = []int{1, 1, 1, 32768} }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := good()
+			p := tc.p()
 			tc.edit(p)
 			err := CheckProgram(p, lower.TargetM1)
 			require.ErrorIs(t, err, ErrProgram)

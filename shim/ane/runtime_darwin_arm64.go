@@ -13,7 +13,7 @@ import (
 	"github.com/ebitengine/purego/objc"
 )
 
-// Library paths (ANE_CALLS §1). With CGO_ENABLED=0 the linker loads no
+// Library paths. With CGO_ENABLED=0 the linker loads no
 // framework, so Foundation must be opened before its classes resolve.
 const (
 	pathObjC           = "/usr/lib/libobjc.A.dylib"
@@ -24,6 +24,9 @@ const (
 	pathIOSurfaceAlt   = "/usr/lib/libIOSurface.dylib"
 	pathANE            = "/System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine"
 )
+
+// nsUnderlyingErrorKey is the value of Foundation's NSUnderlyingErrorKey.
+const nsUnderlyingErrorKey = "NSUnderlyingError"
 
 // IOSurface lock options.
 const (
@@ -74,6 +77,7 @@ type rtFns struct {
 	clsNSString, clsNSData, clsNSNumber                           objc.ID
 	clsNSDictionary, clsNSMutableDictionary                       objc.ID
 	clsNSArray, clsNSMutableArray                                 objc.ID
+	clsNSError                                                    objc.ID
 
 	emptyDict objc.ID // a retained, immutable-in-practice empty NSDictionary
 
@@ -90,7 +94,7 @@ type selectors struct {
 	numberWithInt, longLongValue, doubleValue, objCType  objc.SEL
 	setObjectForKey, objectForKey, allKeys, dictionary   objc.SEL
 	addObject, count, objectAtIndex                      objc.SEL
-	code, domain, localizedDescription                   objc.SEL
+	code, domain, localizedDescription, userInfo         objc.SEL
 
 	modelWithMILText, inMemoryModelWithDescriptor, hexStringIdentifier objc.SEL
 	compileWithQoS, loadWithQoS, unloadWithQoS                         objc.SEL
@@ -226,6 +230,7 @@ func (r *rtFns) load() error {
 		{&r.clsNSMutableDictionary, "NSMutableDictionary"},
 		{&r.clsNSArray, "NSArray"},
 		{&r.clsNSMutableArray, "NSMutableArray"},
+		{&r.clsNSError, "NSError"},
 	} {
 		cls := objc.GetClass(c.name)
 		if cls == 0 {
@@ -247,7 +252,7 @@ func (r *rtFns) load() error {
 		{&s.numberWithInt, "numberWithInt:"}, {&s.longLongValue, "longLongValue"}, {&s.doubleValue, "doubleValue"}, {&s.objCType, "objCType"},
 		{&s.setObjectForKey, "setObject:forKey:"}, {&s.objectForKey, "objectForKey:"}, {&s.allKeys, "allKeys"}, {&s.dictionary, "dictionary"},
 		{&s.addObject, "addObject:"}, {&s.count, "count"}, {&s.objectAtIndex, "objectAtIndex:"},
-		{&s.code, "code"}, {&s.domain, "domain"}, {&s.localizedDescription, "localizedDescription"},
+		{&s.code, "code"}, {&s.domain, "domain"}, {&s.localizedDescription, "localizedDescription"}, {&s.userInfo, "userInfo"},
 		{&s.modelWithMILText, "modelWithMILText:weights:optionsPlist:"},
 		{&s.inMemoryModelWithDescriptor, "inMemoryModelWithDescriptor:"},
 		{&s.hexStringIdentifier, "hexStringIdentifier"},
