@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/anemone-go/anemone/dataflow"
-	"github.com/anemone-go/anemone/precision"
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
 )
 
@@ -19,98 +19,187 @@ import (
 // in fp16 and refined on the host to float64 accuracy.
 //
 // Each dispatch runs Settings.Unroll CG iterations in one device program, in
-// a normalized form that keeps every fp16 quantity near 1 (see cgGraph): the
-// residual and search direction enter as unit vectors, the operator is
-// scaled by a power of two, and the device returns the correction d it
-// accumulated and the last search direction it used. The host then adds the
-// correction to x in float64, recomputes the true residual r = b − A·x in
-// float64, and continues CG from it rather than restarting: the next search
-// direction is made A-conjugate to the device's last one in float64 ("reliable
-// updates": Sleijpen and van der Vorst 1996; van der Vorst and Ye 2000;
-// Clark et al. 2010). This keeps the iteration count close to float64 CG's,
-// where restarting at every dispatch costs two to three times as many.
+// a normalized form that keeps every fp16 quantity near 1: the residual and
+// search direction enter scaled to a fixed norm, the operator is scaled by a
+// power of two, and the device returns the correction d it accumulated and
+// the last search direction it used. The host then adds the correction to x
+// in float64, recomputes the true residual r = b − A·x in float64, and
+// continues CG from it rather than restarting: the next search direction is
+// made A-conjugate to the device's last one in float64 ("reliable updates":
+// Sleijpen and van der Vorst 1996; van der Vorst and Ye 2000; Clark et al.
+// 2010). This keeps the iteration count close to float64 CG's, where
+// restarting at every dispatch costs two to three times as many. A
+// dispatch that solves the system outright (A a multiple of I, say) leaves
+// a zero direction behind: that is convergence, and CG reports it so.
 //
 // With Precision Compensated (or Float64) a dense A, or a stencil whose
-// scaled coefficients are fp16 numbers, is applied from limb digits
-// (compensated.go), the device returns every search direction with its
-// image A·p, and the host keeps the last 128 directions and takes the
-// A-norm-optimal step over all of them in float64 (galerkin). The default
-// Unroll is then 16. This reaches Tol where κ(A)·2⁻¹¹ ≳ 1 stops FP16 mode;
-// at κ = 1e6 it needs about twice float64 CG's iterations, so set
-// MaxDispatches accordingly.
+// scaled coefficients are fp16 numbers, is applied from limb digits, so
+// that A·p is known to about twice fp16's precision; the device returns
+// every search direction with its image A·p, and the host keeps the last
+// 128 directions and takes the A-norm-optimal step over all of them in
+// float64. The default Unroll is then 16. This reaches Tol where
+// κ(A)·2⁻¹¹ ≳ 1 stops FP16 mode; at κ = 1e6 it needs about twice float64
+// CG's iterations, so set MaxDispatches accordingly.
 //
-// The solve stops when the host's relative residual reaches Settings.Tol
-// (Converged), or with ErrNotConverged when MaxDispatches is spent or the
-// residual stagnates. A search direction with pᵀAp ≤ 0 is reported as
-// ErrNotSPD. b = 0 gives x = 0 at once.
+// CG uses Tol, Unroll (1 … MaxUnroll), MaxDispatches, Precond, Precision,
+// X0, Device and Trace; it ignores Restart. It stops when the host's
+// relative residual reaches Tol (Converged, nil error). Otherwise it
+// returns, with an error wrapping ErrNotConverged, the best iterate it met
+// (never one worse than x = 0): when MaxDispatches is spent, the residual
+// stagnates or diverges, or becomes NaN. Errors: ErrShape and ErrInput for
+// bad input (lengths, NaN or Inf in b or X0, settings out of range, a
+// NormInf() that is NaN, infinite or negative, an initial residual
+// b − A·X0 that is not finite); ErrNotSPD for a zero operator, a negative
+// diagonal entry or a direction of negative curvature (pᵀAp < 0);
+// ErrUnsupported for a problem past the device's limits or an operator
+// without a compensated form. b = 0 gives x = 0 at once; b of any finite
+// magnitude is first scaled by a power of two, so ‖b‖ = 1e-300 solves as
+// ‖b‖ = 1 does.
 func CG(a Operator, b []float64, s *Settings) (Result, error) {
 	set := s.withDefaults()
-	if err := checkSystem(a, b, set); err != nil {
+	if err := checkVectors("CG", a, b, set); err != nil {
 		return Result{}, err
 	}
-	compensated := false
-	switch set.Precision {
-	case precision.FP16:
-	case precision.Compensated, precision.Float64:
-		compensated = true
-	default:
-		return Result{}, fmt.Errorf("krylov: unknown precision mode %v: %w", set.Precision, ErrInput)
-	}
-	start := time.Now()
-	n := a.Dims()
-	res := Result{X: make([]float64, n)}
-	if set.X0 != nil {
-		copy(res.X, set.X0)
-	}
-	bnorm := norm2(b)
-	if bnorm == 0 {
-		clear(res.X)
-		res.Converged = true
-		res.History = []float64{0}
-		return res, nil
-	}
-	dev, err := device(set)
+	plan, err := planCG(a, set)
 	if err != nil {
-		return res, err
+		return Result{}, err
 	}
-	if a.NormInf() == 0 {
-		return res, fmt.Errorf("krylov: the operator is zero: %w", ErrNotSPD)
+	return solve(a, b, set, plan.loop)
+}
+
+// MaxUnroll bounds Settings.Unroll: a CG program grows linearly with it
+// (about 50 device ops per iteration) and its build time and memory with
+// it; past a few hundred iterations fp16 also loses more within a dispatch
+// than a longer program saves in dispatches.
+const MaxUnroll = 256
+
+// cgPlan is what CG derives from the operator and the settings before it
+// runs: the operator the device applies and its scalings.
+type cgPlan struct {
+	dop         Operator  // S·A·S for a badly scaled dense A, else A
+	sdiag       []float64 // S, or nil
+	sigma       int       // ‖2^σ·dop‖∞ in [½, 1)
+	compensated bool
+	zeroDiag    int // index of a zero diagonal entry of A, or −1
+	set         Settings
+}
+
+func planCG(a Operator, set Settings) (*cgPlan, error) {
+	if err := checkCommon("CG", a, set); err != nil {
+		return nil, err
+	}
+	if set.Unroll < 0 || set.Unroll > MaxUnroll {
+		return nil, fmt.Errorf("krylov: CG: Unroll %d is out of range: use 1 … %d iterations per dispatch (0 for the default %d): %w", set.Unroll, MaxUnroll, DefaultUnroll, ErrInput)
+	}
+	norm, err := checkNorm("CG", a)
+	if err != nil {
+		return nil, err
+	}
+	if norm == 0 {
+		return nil, fmt.Errorf("krylov: CG: the operator is zero (NormInf() = 0): %w", ErrNotSPD)
+	}
+	n := a.Dims()
+	plan := &cgPlan{dop: a, zeroDiag: -1, set: set}
+	plan.compensated, _ = isCompensated(set.Precision)
+	// An SPD matrix has a positive diagonal: a negative (or NaN) entry
+	// proves A indefinite before any dispatch. A zero entry makes a
+	// semidefinite A singular; CG then runs and reports what it reached.
+	if d := a.Diagonal(); len(d) == n {
+		for i, v := range d {
+			if v < 0 || math.IsNaN(v) {
+				return nil, fmt.Errorf("krylov: CG needs a symmetric positive definite operator; diagonal entry %d is %g: %w", i, v, ErrNotSPD)
+			}
+			if v == 0 && plan.zeroDiag < 0 {
+				plan.zeroDiag = i
+			}
+		}
 	}
 	// The device solves for corrections in scaled coordinates y = S⁻¹x with
 	// the operator S·A·S (S a power-of-two diagonal, exact), so that a
 	// badly scaled matrix keeps an accurate fp16 image; without scaling S = I.
-	dop, sdiag := a, []float64(nil)
 	if set.Precond == nil {
 		if sop, sd := symmetricScaling(a); sop != nil {
-			dop, sdiag = sop, sd
+			plan.dop, plan.sdiag = sop, sd
 		}
 	}
-	sigma := pow2Exp(dop.NormInf()) // ‖2^σ·S·A·S‖∞ in [½, 1)
-
-	t0 := time.Now()
-	exe, err := cgProgram(dev, dop, set.Precond, set.Unroll, sigma, compensated)
-	res.Build = time.Since(t0)
-	if err != nil {
-		return res, err
+	plan.sigma = pow2Exp(plan.dop.NormInf())
+	if plan.compensated {
+		if err := compensatedSupported(plan.dop, plan.sigma); err != nil {
+			return nil, err
+		}
 	}
+	return plan, nil
+}
 
-	r := make([]float64, n)
+// program returns the compiled CG program for the plan on dev.
+func (p *cgPlan) program(dev shim.Device) (*compiled, error) {
+	key := programKey{solver: "cg", dev: dev, op: p.dop, pre: p.set.Precond, steps: p.set.Unroll, sigma: p.sigma, compensated: p.compensated}
+	return programs.get(key, fmt.Sprintf("CG program for n = %d", p.dop.Dims()), p.graph)
+}
+
+// graph builds the plan's CG program.
+func (p *cgPlan) graph() (*dataflow.Graph, error) {
+	apply, err := deviceApplier(p.dop, p.sigma, p.compensated)
+	if err != nil {
+		return nil, err
+	}
+	return cgGraph(p.dop.Dims(), apply, p.set.Precond, p.set.Unroll, p.compensated)
+}
+
+// CGProgram returns the program one dispatch of CG(a, b, s) runs, as CG
+// builds it (for s.Device's target; s may be nil), for inspection and
+// pricing: lower.Estimate(p, "ane-m5") models its engine time. A later CG
+// with the same operator and settings reuses it.
+func CGProgram(a Operator, s *Settings) (*lower.Program, error) {
+	set := s.withDefaults()
+	plan, err := planCG(a, set)
+	if err != nil {
+		return nil, err
+	}
+	dev, err := device(set)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := plan.program(dev)
+	if err != nil {
+		return nil, err
+	}
+	return exe.Program(), nil
+}
+
+// loop is CG's dispatch loop (see CG).
+func (p *cgPlan) loop(r *run) error {
+	set, res, a, b := p.set, r.res, r.a, r.b
+	n := a.Dims()
+
+	rv := make([]float64, n)
 	ry := make([]float64, n) // S·r: the residual in scaled coordinates
 	dy := make([]float64, n) // a correction in scaled coordinates
 	z := make([]float64, n)
 	w := make([]float64, n)
-	p := make([]float64, n)
+	dir := make([]float64, n)
 	pU := make([]float64, n)
 	rIn := make([]float32, n)
 	pIn := make([]float32, n)
 
-	rnorm := residual(r, a, res.X, b)
-	res.Residual = rnorm / bnorm
-	res.History = append(res.History, res.Residual)
-	rnormY := scaleBy(ry, sdiag, r)
+	if _, err := r.initialResidual(rv, "CG"); err != nil {
+		return err
+	}
+	if res.Residual <= set.Tol { // X0 solves it: no program needed
+		res.Converged = true
+		return nil
+	}
+	t0 := time.Now()
+	exe, err := p.program(r.dev)
+	res.Build += time.Since(t0)
+	if err != nil {
+		return err
+	}
+	names := outputNames(exe)
+	rnormY := scaleBy(ry, p.sdiag, rv)
 	// The first direction is the preconditioned residual.
 	applyPrecond(z, set.Precond, ry)
-	copy(p, z)
+	copy(dir, z)
 
 	nu := vectorNorm(n)
 	tau := 1.0 // scale of the device's correction accumulator, adapted to keep it in range
@@ -120,123 +209,196 @@ func CG(a Operator, b []float64, s *Settings) (Result, error) {
 	// plateau for hundreds of iterations before falling again, so the
 	// stagnation window counts inner iterations, not dispatches.
 	window := max(stagnationDispatches, (stagnationIterations+set.Unroll-1)/set.Unroll)
-	for res.Residual > set.Tol {
-		if res.Dispatches >= set.MaxDispatches {
-			return res, fmt.Errorf("krylov: CG reached relative residual %.3g after %d dispatches (MaxDispatches), Tol %.3g: %w", res.Residual, res.Dispatches, set.Tol, ErrNotConverged)
+	var dirU []float32 // the device's last direction, after a dispatch
+	for {
+		// Convergence first: a dispatch that solves the system exactly
+		// leaves a zero direction behind, which is no breakdown.
+		if res.Residual <= set.Tol {
+			res.Converged = true
+			return nil
 		}
-		th := time.Now()
+		if res.Dispatches >= set.MaxDispatches {
+			return fmt.Errorf("krylov: CG reached relative residual %.3g after %d dispatches (MaxDispatches), Tol %.3g%s: %w", res.Residual, res.Dispatches, set.Tol, p.notes(r), ErrNotConverged)
+		}
+		if dirU != nil {
+			if err := p.nextDirection(dir, z, w, pU, dirU, ry, kept, res.Dispatches); err != nil {
+				return err
+			}
+		}
+		pnorm := norm2(dir)
+		if !(pnorm > 0) || !(rnormY > 0) {
+			return fmt.Errorf("krylov: CG: the residual (%g) or search direction (%g) vanished in scaled coordinates at relative residual %.3g%s: %w", rnormY, pnorm, res.Residual, p.notes(r), ErrNotConverged)
+		}
 		toFloat32(rIn, ry, nu/rnormY)
-		toFloat32(pIn, p, nu/norm2(p))
-		res.Host += time.Since(th)
+		toFloat32(pIn, dir, nu/pnorm)
 
 		var out [][]float32
 		for {
 			td := time.Now()
 			out, err = exe.Run([][]float32{rIn, pIn, {float32(tau)}})
 			res.Device += time.Since(td)
+			res.charge(exe)
 			// Only the accumulated correction depends on τ: in Compensated
 			// mode (no correction on the device) an overflow is final.
-			if err == nil || !errors.Is(err, shim.ErrRange) || compensated || tau < 0x1p-20 {
+			if err == nil || !errors.Is(err, shim.ErrRange) || p.compensated || tau <= tauMin {
 				break
 			}
-			tau /= 256 // the correction overflowed fp16: rerun with a smaller scale
+			tau = max(tau/256, tauMin) // the correction overflowed fp16: rerun with a smaller scale
 			res.Retries++
 		}
-		if len(out) >= 5 && len(out[4]) == 1 && float64(out[4][0]) < -notSPDSlack*nu*nu {
+		o := outputs{names, out}
+		pqMin := o.get("pq_min")
+		negative := len(pqMin) == 1 && float64(pqMin[0]) < -notSPDSlack*nu*nu
+		if negative && err != nil {
 			// Negative curvature: with an indefinite operator the correction
 			// may also have overflowed; the curvature is the diagnosis.
-			return res, fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", out[4][0], res.Dispatches+1, ErrNotSPD)
+			return fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", pqMin[0], res.Dispatches+1, ErrNotSPD)
 		}
 		if errors.Is(err, shim.ErrRange) {
-			return res, fmt.Errorf("krylov: CG dispatch %d overflowed fp16 even with its correction scaled by %g; the operator's fp16 image may be indefinite or too far from A (κ·2⁻¹¹ ≳ 1)%s: %w",
-				res.Dispatches+1, tau, compensatedHint(compensated), errors.Join(ErrNotConverged, err))
+			return fmt.Errorf("krylov: CG dispatch %d overflowed fp16 even with its correction scaled by %g; the operator's fp16 image may be indefinite or too far from A (κ·2⁻¹¹ ≳ 1)%s%s: %w",
+				res.Dispatches+1, tau, p.hint(), p.notes(r), errors.Join(ErrNotConverged, err))
 		}
 		if err != nil {
-			return res, fmt.Errorf("krylov: CG dispatch %d: %w", res.Dispatches+1, err)
+			return fmt.Errorf("krylov: CG dispatch %d: %w", res.Dispatches+1, err)
 		}
 		res.Dispatches++
 		res.Iterations += set.Unroll
-		dirU, pqMin := out[2], float64(out[4][0])
-		if pqMin < -notSPDSlack*nu*nu {
-			return res, fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", pqMin, res.Dispatches, ErrNotSPD)
+		pSent := roundFP16(pIn) // the first direction, as the device read it
+		dirU = o.get("p_last")
+		if dirU == nil {
+			dirU = pSent
 		}
 
-		th = time.Now()
 		dmax := 0.0
 		clear(dy)
-		if compensated {
+		if p.compensated {
 			// The device returned its directions P and A·P; the host takes the
 			// A-norm-optimal step in the span of these and recent dispatches'.
-			if err := kept.addDispatch(out[0], out[1], out[5], math.Ldexp(1, -sigma), n); err != nil {
-				return res, err
+			dirs := append(pSent, o.get("dirs")...)
+			if err := kept.addDispatch(dirs, o.get("adirs"), o.get("adirs_lo"), math.Ldexp(1, -p.sigma), n); err != nil {
+				return err
 			}
 			kept.step(dy, ry)
 		} else {
-			scale := math.Ldexp(rnormY/(nu*tau), sigma)
-			d, dLo := out[0], out[1]
+			scale := math.Ldexp(rnormY/(nu*tau), p.sigma)
+			d, dLo := o.get("d"), o.get("d_lo")
 			for i, v := range d {
 				dy[i] = scale * (float64(v) + float64(dLo[i]))
 				dmax = math.Max(dmax, math.Abs(float64(v)))
 			}
 		}
 		for i, v := range dy { // x += S·dy
-			if sdiag != nil {
-				v *= sdiag[i]
+			if p.sdiag != nil {
+				v *= p.sdiag[i]
 			}
 			res.X[i] += v
 		}
-		rnorm = residual(r, a, res.X, b)
-		rnormY = scaleBy(ry, sdiag, r)
-		res.Residual = rnorm / bnorm
-		res.History = append(res.History, res.Residual)
-
-		// Reliable update: continue CG from the true residual with a direction
-		// A-conjugate (in float64) to the last one the device used.
-		for i, v := range dirU {
-			pU[i] = float64(v)
+		rnorm := residual(rv, a, res.X, b)
+		rnormY = scaleBy(ry, p.sdiag, rv)
+		r.record(rnorm / r.bnorm)
+		if res.Residual <= set.Tol {
+			continue // converged: the top of the loop says so
 		}
-		dop.MulVecTo(w, pU)
-		pw := dot(pU, w)
-		if !(pw > 0) {
-			return res, fmt.Errorf("krylov: CG direction with pᵀAp = %.3g ≤ 0 after dispatch %d: %w", pw, res.Dispatches, ErrNotSPD)
+		if negative {
+			return fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (scaled) in dispatch %d: %w", pqMin[0], res.Dispatches, ErrNotSPD)
 		}
-		applyPrecond(z, set.Precond, ry)
-		if compensated {
-			kept.conjugate(p, z) // A-conjugate to every kept direction
-		} else {
-			beta := dot(z, w) / pw
-			for i := range p {
-				p[i] = z[i] - beta*pU[i]
-			}
-		}
-		// Keep the accumulator's peak near 2^10: far from overflow, and its
-		// small late increments far from fp16's subnormals.
-		if dmax > 0 {
-			tau = math.Min(1, tau*math.Exp2(math.Floor(math.Log2(1024/dmax))))
-		}
-		res.Host += time.Since(th)
-
-		if set.Trace != nil {
-			set.Trace(Step{Dispatch: res.Dispatches, Iterations: res.Iterations, Residual: res.Residual, Elapsed: time.Since(start)})
-		}
-		if math.IsNaN(res.Residual) {
-			return res, fmt.Errorf("krylov: CG residual became NaN in dispatch %d: %w", res.Dispatches, ErrNotConverged)
+		if !finite(res.Residual) {
+			return fmt.Errorf("krylov: CG residual became %g in dispatch %d (the operator's MulVecTo returned NaN or Inf, or x overflowed)%s: %w", res.Residual, res.Dispatches, p.notes(r), ErrNotConverged)
 		}
 		if res.Residual > divergence*best {
-			return res, fmt.Errorf("krylov: CG diverged: relative residual %.3g after %d dispatches, best %.3g; the operator's fp16 image may be too far from A (κ·2⁻¹¹ ≳ 1)%s: %w",
-				res.Residual, res.Dispatches, best, compensatedHint(compensated), ErrNotConverged)
+			return fmt.Errorf("krylov: CG diverged: relative residual %.3g after %d dispatches, best %.3g; the operator's fp16 image may be too far from A (κ·2⁻¹¹ ≳ 1)%s%s: %w",
+				res.Residual, res.Dispatches, best, p.hint(), p.notes(r), ErrNotConverged)
 		}
 		if res.Residual < best/2 {
 			best, sinceBest = res.Residual, 0
 		} else if sinceBest++; sinceBest >= window {
-			return res, fmt.Errorf("krylov: CG stagnated at relative residual %.3g (no halving in %d dispatches), Tol %.3g: %w", res.Residual, window, set.Tol, ErrNotConverged)
+			return fmt.Errorf("krylov: CG stagnated at relative residual %.3g (no halving in %d dispatches), Tol %.3g%s: %w", res.Residual, window, set.Tol, p.notes(r), ErrNotConverged)
+		}
+		// Keep the accumulator's peak near 2^10: far from overflow, and its
+		// small late increments far from fp16's subnormals.
+		if dmax > 0 {
+			tau = min(1, max(tauMin, tau*math.Exp2(math.Floor(math.Log2(1024/dmax)))))
 		}
 	}
-	res.Converged = true
-	return res, nil
+}
+
+// nextDirection continues CG from the host's residual ("reliable update"):
+// the new direction is the preconditioned residual made A-conjugate, in
+// float64, to the last direction the device used (or, in Compensated mode,
+// to every kept direction). A zero direction (the device's iteration
+// converged inside the dispatch) or one of zero curvature restarts CG from
+// the residual; negative curvature proves A indefinite.
+func (p *cgPlan) nextDirection(dir, z, w, pU []float64, dirU []float32, ry []float64, kept *galerkin, dispatch int) error {
+	// The direction is scaled by 2^σ before A is applied, so that the
+	// curvature is near 1 whatever the scale of A (no under- or overflow);
+	// β and the new direction do not depend on that scale.
+	zero := true
+	for i, v := range dirU {
+		pU[i] = math.Ldexp(float64(v), p.sigma)
+		zero = zero && v == 0
+	}
+	applyPrecond(z, p.set.Precond, ry)
+	if p.compensated {
+		kept.conjugate(dir, z) // A-conjugate to every kept direction
+		// Nothing left once z lies in the kept directions' span (n small,
+		// say): continue from z itself, and the Galerkin step over the
+		// span refines with the float64 residual.
+		if norm2(dir) <= compensatedSpanTol*norm2(z) {
+			copy(dir, z)
+		}
+		return nil
+	}
+	if zero {
+		copy(dir, z)
+		return nil
+	}
+	p.dop.MulVecTo(w, pU)
+	pw := dot(pU, w)
+	switch {
+	case math.IsNaN(pw) || math.IsInf(pw, 0):
+		return fmt.Errorf("krylov: CG: pᵀAp is %g after dispatch %d: the operator's MulVecTo returned NaN or Inf: %w", pw, dispatch, ErrNotConverged)
+	case pw < 0:
+		return fmt.Errorf("krylov: CG direction with pᵀAp = %.3g < 0 after dispatch %d: %w", pw, dispatch, ErrNotSPD)
+	case pw == 0: // a direction in A's null space: restart from the residual
+		copy(dir, z)
+		return nil
+	}
+	beta := dot(z, w) / pw
+	for i := range dir {
+		dir[i] = z[i] - beta*pU[i]
+	}
+	return nil
+}
+
+// hint suggests Compensated mode where it exists for the operator and the
+// solve is not already using it.
+func (p *cgPlan) hint() string {
+	if p.compensated || compensatedSupported(p.dop, p.sigma) != nil {
+		return ""
+	}
+	return "; try Precision Compensated"
+}
+
+// notes adds what a failed solve returns, and a zero diagonal entry.
+func (p *cgPlan) notes(r *run) string {
+	s := ""
+	if p.zeroDiag >= 0 {
+		s = fmt.Sprintf("; diagonal entry %d is 0, so a semidefinite A is singular", p.zeroDiag)
+	}
+	if !(r.res.Residual <= r.best.res) {
+		s += fmt.Sprintf("; x is the best iterate met (relative residual %.3g)", r.best.res)
+	}
+	return s
 }
 
 const (
+	// tauMin is the smallest scale of the device's correction accumulator:
+	// τ enters the device, and fp16's smallest normal number is 2⁻¹⁴.
+	tauMin = 0x1p-14
+	// compensatedSpanTol: a conjugated direction this small relative to the
+	// residual it came from is the kept directions' rounding, not a new
+	// direction (the images carry relative errors near 1e-7).
+	compensatedSpanTol = 1e-6
 	// compensatedLimbs is the limb count of A in Compensated mode: the
 	// truncation error, about 2^(−5·6) ≈ 1e-9 of ‖A‖‖p‖, keeps refinement
 	// contracting up to κ(A) ≈ 1e7.
@@ -253,13 +415,6 @@ const (
 	notSPDSlack = 0x1p-6
 )
 
-func compensatedHint(compensated bool) string {
-	if compensated {
-		return ""
-	}
-	return ": try Precision Compensated"
-}
-
 func applyPrecond(dst []float64, m Preconditioner, r []float64) {
 	if m == nil {
 		copy(dst, r)
@@ -268,41 +423,11 @@ func applyPrecond(dst []float64, m Preconditioner, r []float64) {
 	m.ApplyTo(dst, r)
 }
 
-type cgKey struct {
-	dev         shim.Device
-	op          Operator
-	pre         Preconditioner
-	unroll      int
-	sigma       int
-	compensated bool
-}
-
-// cgPrograms keeps one compiled program per operator, preconditioner,
-// unroll and device, so repeated solves neither rebuild nor relower.
-var cgPrograms sync.Map // cgKey → shim.Executable
-
-func cgProgram(dev shim.Device, a Operator, m Preconditioner, unroll, sigma int, compensated bool) (shim.Executable, error) {
-	key := cgKey{dev, a, m, unroll, sigma, compensated}
-	if exe, ok := cgPrograms.Load(key); ok {
-		return exe.(shim.Executable), nil
-	}
-	n := a.Dims()
-	var apply applier = func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
-		return a.DeviceApply(g, p, sigma), dataflow.Value{}
-	}
-	if compensated {
-		var err error
-		if apply, err = compensatedApplier(a, sigma, vectorNorm(n)); err != nil {
-			return nil, err
-		}
-	}
-	g := cgGraph(n, apply, m, unroll, compensated)
-	exe, err := build(dev, g, fmt.Sprintf("CG program for n = %d", n))
-	if err != nil {
-		return nil, err
-	}
-	cgPrograms.Store(key, exe)
-	return exe, nil
+// cgProgram returns the compiled CG program for the operator as the device
+// applies it (no scaling), for drivers that run single dispatches.
+func cgProgram(dev shim.Device, a Operator, m Preconditioner, unroll, sigma int, compensated bool) (*compiled, error) {
+	p := &cgPlan{dop: a, sigma: sigma, compensated: compensated, zeroDiag: -1, set: Settings{Precond: m, Unroll: unroll}}
+	return p.program(dev)
 }
 
 // twoSum returns s = fl(a + b) and the rounding error e with a + b = s + e
@@ -333,10 +458,12 @@ func twoSum(g *dataflow.Graph, a, b dataflow.Value) (s, e dataflow.Value) {
 //
 // Every dot product is a matmul (the wide accumulator), never a reduce_sum.
 // Outputs: d and d_lo (the accumulated correction, A_s·(d + d_lo) ≈ τ₀·r,
-// to twice fp16's precision), the last p used,
-// τ (the recursive residual's norm relative to the input's) and the smallest
-// pq met (negative curvature betrays an operator that is not SPD).
-func cgGraph(n int, apply applier, m Preconditioner, unroll int, directions bool) *dataflow.Graph {
+// to twice fp16's precision), the last p used (when unroll > 1; else it
+// is the input) and the smallest pq met (negative curvature betrays an
+// operator that is not SPD). With directions, the outputs are instead
+// every p after the first (dirs), their images q and remainders (adirs,
+// adirs_lo), the last p and the smallest pq.
+func cgGraph(n int, apply applier, m Preconditioner, unroll int, directions bool) (*dataflow.Graph, error) {
 	nu := vectorNorm(n)
 	g := dataflow.New()
 	r := g.Input("r", dataflow.Shape{1, n})
@@ -352,6 +479,11 @@ func cgGraph(n int, apply applier, m Preconditioner, unroll int, directions bool
 	floor := g.Scalar(0x1p-14)
 	for it := range unroll {
 		q, qLo := apply(g, p)
+		if it == 0 {
+			if err := checkApplyShape(g, q, n); err != nil {
+				return nil, err
+			}
+		}
 		s1 := g.MatMul(g.Concat(0, q, r), p, false, true)
 		pq, rp := entry(s1, 0, 0), entry(s1, 1, 0)
 		if it == 0 {
@@ -405,29 +537,76 @@ func cgGraph(n int, apply applier, m Preconditioner, unroll int, directions bool
 		pp := g.Maximum(g.MatMul(pS, pS, false, true), floor)
 		p = g.Mul(pS, g.Mul(g.Pow(pp, g.Scalar(-0.5)), g.Scalar(nu)))
 	}
+	// No output may be an input itself (an empty program): the first
+	// direction, and with one iteration the last, are the host's own p.
 	if directions {
-		g.Output("dirs", g.Concat(0, dirs...))
-		g.Output("adirs", g.Concat(0, adirs...))
+		if len(dirs) > 1 {
+			g.Output("dirs", concatTree(g, 0, dirs[1:]))
+		}
+		g.Output("adirs", concatTree(g, 0, adirs))
+		g.Output("adirs_lo", concatTree(g, 0, adirsLo))
 	} else {
-		if !dLo.Valid() {
-			dLo = g.Mul(d, g.Scalar(0))
+		if !dLo.Valid() { // one iteration: no remainder (a computed zero, no constant)
+			dLo = g.Sub(d, d)
 		}
 		g.Output("d", d)
 		g.Output("d_lo", dLo)
 	}
-	g.Output("p_last", p)
-	g.Output("tau_out", tau)
-	g.Output("pq_min", pqMin)
-	if directions {
-		g.Output("adirs_lo", g.Concat(0, adirsLo...)) // output 5
+	if unroll > 1 {
+		g.Output("p_last", p)
 	}
-	return g
+	g.Output("pq_min", pqMin)
+	return g, nil
 }
 
-// maxScale returns v/max|v| and max|v| (floored at 2⁻²⁴ so that a zero
-// vector stays zero instead of becoming NaN).
+// outputs names a program's outputs.
+type outputs struct {
+	idx map[string]int
+	out [][]float32
+}
+
+func outputNames(exe shim.Executable) map[string]int {
+	idx := map[string]int{}
+	for i, o := range exe.Program().Outputs {
+		idx[o.Name] = i
+	}
+	return idx
+}
+
+// get returns the named output, or nil if the program has none.
+func (o outputs) get(name string) []float32 {
+	if i, ok := o.idx[name]; ok && i < len(o.out) {
+		return o.out[i]
+	}
+	return nil
+}
+
+// roundFP16 returns x rounded to fp16, as the device reads it.
+func roundFP16(x []float32) []float32 {
+	y := make([]float32, len(x))
+	for i, v := range x {
+		y[i] = fp16.Round32(v)
+	}
+	return y
+}
+
+// checkApplyShape reports an operator whose device apply did not return
+// a [1, n] vector.
+func checkApplyShape(g *dataflow.Graph, q dataflow.Value, n int) error {
+	if err := g.Err(); err != nil {
+		return fmt.Errorf("krylov: the operator's DeviceApply: %w", err)
+	}
+	if !q.Shape().Equal(dataflow.Shape{1, n}) {
+		return fmt.Errorf("krylov: the operator's DeviceApply returned shape %v, want [1 %d]: %w", q.Shape(), n, ErrShape)
+	}
+	return nil
+}
+
+// maxScale returns v/max|v| and max|v|, floored at 2⁻¹⁴ (fp16's smallest
+// normal number) so that a zero vector stays zero instead of becoming NaN;
+// a vector below the floor comes back with entries below 1, not 1.
 func maxScale(g *dataflow.Graph, v dataflow.Value) (scaled, peak dataflow.Value) {
-	peak = g.Maximum(g.ReduceMax(g.Abs(v), []int{1}, true), g.Scalar(0x1p-24))
+	peak = g.Maximum(g.ReduceMax(g.Abs(v), []int{1}, true), g.Scalar(0x1p-14))
 	return g.Div(v, peak), peak
 }
 

@@ -251,12 +251,15 @@ func TestCGErrors(t *testing.T) {
 	_, err = CG(denseOf(t, mat.NewDiagDense(40, diag)), randVec(40, 3), &Settings{Device: dev})
 	require.ErrorIs(t, err, ErrNotSPD)
 
-	// Past the device's limits: 150² unknowns exceed a row of 16384.
-	_, err = CG(poisson(t, 150, 150), randVec(150*150, 1), &Settings{Device: dev})
+	// Past the device's limits: 150² unknowns exceed a row of 16384, and
+	// the operator is refused when it is built.
+	_, err = Stencil2D(150, 150, [3][3]float64{{0, -1, 0}, {-1, 4, -1}, {0, -1, 0}})
 	require.ErrorIs(t, err, ErrUnsupported)
-	require.Contains(t, err.Error(), "16384")
+	require.Contains(t, err.Error(), "22500 unknowns; at most 16384 unknowns on this target")
 
 	_, err = Dense(mat.NewDense(2, 3, nil))
+	require.ErrorIs(t, err, ErrShape)
+	_, err = Dense((*mat.Dense)(nil))
 	require.ErrorIs(t, err, ErrShape)
 	_, err = Stencil2D(0, 3, [3][3]float64{})
 	require.ErrorIs(t, err, ErrShape)

@@ -3,16 +3,18 @@ package krylov
 import (
 	"fmt"
 	"math"
+	"time"
 
+	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
 	_ "github.com/anemone-go/anemone/shim/ane" // the engine, where there is one
 	_ "github.com/anemone-go/anemone/shim/sim" // the simulator everywhere else
 )
 
-// checkSystem validates a solve's inputs.
-func checkSystem(a Operator, b []float64, s Settings) error {
+// checkVectors validates a solve's operator, b and X0.
+func checkVectors(solver string, a Operator, b []float64, s Settings) error {
 	if a == nil {
-		return fmt.Errorf("krylov: nil operator: %w", ErrShape)
+		return fmt.Errorf("krylov: %s: nil operator: %w", solver, ErrShape)
 	}
 	n := a.Dims()
 	if len(b) != n {
@@ -27,13 +29,51 @@ func checkSystem(a Operator, b []float64, s Settings) error {
 	if i, v, bad := firstNonFinite(s.X0); bad {
 		return fmt.Errorf("krylov: X0[%d] is %g: %w", i, v, ErrInput)
 	}
-	if s.Tol < 0 || math.IsNaN(s.Tol) {
-		return fmt.Errorf("krylov: Tol %g must be positive: %w", s.Tol, ErrInput)
+	return nil
+}
+
+// checkCommon validates what every solver takes besides the vectors: the
+// operator, Tol, MaxDispatches and Precision. Settings one solver alone
+// uses are checked by that solver, and ignored by the others.
+func checkCommon(solver string, a Operator, s Settings) error {
+	if a == nil {
+		return fmt.Errorf("krylov: %s: nil operator: %w", solver, ErrShape)
 	}
-	if s.Unroll < 0 || s.Restart < 0 || s.MaxDispatches < 0 {
-		return fmt.Errorf("krylov: Unroll %d, Restart %d, MaxDispatches %d must not be negative: %w", s.Unroll, s.Restart, s.MaxDispatches, ErrInput)
+	if n := a.Dims(); n <= 0 {
+		return fmt.Errorf("krylov: %s: operator has dimension %d, want at least 1: %w", solver, n, ErrShape)
+	}
+	if s.Tol < 0 || math.IsNaN(s.Tol) {
+		return fmt.Errorf("krylov: Tol %g must be positive (or zero for the default %g): %w", s.Tol, DefaultTol, ErrInput)
+	}
+	if s.MaxDispatches < 0 {
+		return fmt.Errorf("krylov: MaxDispatches %d must not be negative (zero means the default %d): %w", s.MaxDispatches, DefaultMaxDispatches, ErrInput)
+	}
+	if _, err := isCompensated(s.Precision); err != nil {
+		return err
 	}
 	return nil
+}
+
+// isCompensated maps a precision mode to the solvers' two modes.
+func isCompensated(m precision.Mode) (bool, error) {
+	switch m {
+	case precision.FP16:
+		return false, nil
+	case precision.Compensated, precision.Float64:
+		return true, nil
+	}
+	return false, fmt.Errorf("krylov: unknown precision mode %v (use precision.FP16 or precision.Compensated): %w", m, ErrInput)
+}
+
+// checkNorm returns ‖A‖∞ from the operator, refusing a value the solvers
+// cannot scale by: NaN, ±Inf (an overflowing row sum) or negative. Zero is
+// returned as it is; each solver says what a zero operator means for it.
+func checkNorm(solver string, a Operator) (float64, error) {
+	v := a.NormInf()
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, fmt.Errorf("krylov: %s: the operator's NormInf() is %g; it must be finite and non-negative (an overflowing row sum means A is beyond float64's range: scale it): %w", solver, v, ErrInput)
+	}
+	return v, nil
 }
 
 func firstNonFinite(x []float64) (int, float64, bool) {
@@ -57,6 +97,126 @@ func device(s Settings) (shim.Device, error) {
 	return d, nil
 }
 
+// run is one solve in progress: what every solver's loop shares.
+type run struct {
+	a     Operator
+	b     []float64 // scaled so that ‖b‖₂ is near 1 (see solve)
+	bnorm float64   // ‖b‖₂ of the scaled b
+	set   Settings
+	dev   shim.Device
+	res   *Result
+	best  bestIterate
+	start time.Time
+}
+
+// bestIterate is the iterate with the smallest residual seen, x = 0
+// (relative residual 1) included: a solve that fails returns it, never an
+// iterate worse than it.
+type bestIterate struct {
+	x   []float64
+	res float64
+}
+
+func (b *bestIterate) offer(x []float64, res float64) {
+	if res < b.res {
+		copy(b.x, x)
+		b.res = res
+	}
+}
+
+// record appends the residual of the current iterate to the history,
+// remembers the iterate if it is the best so far, and traces the dispatch.
+func (r *run) record(rel float64) {
+	res := r.res
+	res.Residual = rel
+	res.History = append(res.History, rel)
+	r.best.offer(res.X, rel)
+	if res.Dispatches > 0 && r.set.Trace != nil {
+		r.set.Trace(Step{Dispatch: res.Dispatches, Iterations: res.Iterations, Residual: rel, Elapsed: time.Since(r.start)})
+	}
+}
+
+// finite reports whether the relative residual is a number: a NaN or an
+// infinite residual is never converged.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// bScaleRange: outside [2⁻⁶⁴, 2⁶⁴], ‖b‖₂ is brought to about 1 by a power
+// of two before the solve, so that no host dot product of residuals or
+// images under- or overflows.
+const bScaleRange = 64
+
+// solve runs loop on the system with b (and X0) scaled by a power of two
+// when ‖b‖₂ is extreme, undoes the scaling on x, and returns the best
+// iterate when the loop fails. b = 0 gives x = 0 at once.
+func solve(a Operator, b []float64, set Settings, loop func(*run) error) (Result, error) {
+	start := time.Now()
+	n := a.Dims()
+	res := Result{X: make([]float64, n)}
+	bnorm := norm2(b)
+	if bnorm == 0 {
+		res.Converged = true
+		res.History = []float64{0}
+		return res, nil
+	}
+	e := 0
+	if _, be := math.Frexp(bnorm); be < -bScaleRange || be > bScaleRange {
+		e = be
+		b = scaledCopy(b, -e)
+		if set.X0 != nil {
+			set.X0 = scaledCopy(set.X0, -e)
+		}
+	}
+	if set.X0 != nil {
+		copy(res.X, set.X0)
+	}
+	dev, err := device(set)
+	if err != nil {
+		return res, err
+	}
+	r := &run{a: a, b: b, bnorm: norm2(b), set: set, dev: dev, res: &res, start: start,
+		best: bestIterate{x: make([]float64, n), res: 1}}
+	err = loop(r)
+	if err != nil && !res.Converged && !(res.Residual <= r.best.res) { // NaN included
+		copy(res.X, r.best.x)
+		res.Residual = r.best.res
+	}
+	if e != 0 {
+		for i, v := range res.X {
+			res.X[i] = math.Ldexp(v, e)
+		}
+		if i, v, bad := firstNonFinite(res.X); bad && err == nil {
+			res.Converged = false
+			err = fmt.Errorf("krylov: the solution overflows float64 (x[%d] = %g): %w", i, v, ErrInput)
+		}
+	}
+	res.Host = max(0, time.Since(start)-res.Build-res.Device)
+	return res, err
+}
+
+// scaledCopy returns 2^e·x.
+func scaledCopy(x []float64, e int) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = math.Ldexp(v, e)
+	}
+	return y
+}
+
+// initialResidual sets r = b − A·x for the starting iterate, records it,
+// and refuses a non-finite one (A·X0 overflows, or the operator's MulVecTo
+// returned NaN or Inf). It returns ‖r‖₂.
+func (r *run) initialResidual(rv []float64, solver string) (float64, error) {
+	rnorm := residual(rv, r.a, r.res.X, r.b)
+	rel := rnorm / r.bnorm
+	if !finite(rel) {
+		r.res.Residual = rel
+		r.res.History = append(r.res.History, rel)
+		return 0, fmt.Errorf("krylov: %s: the initial residual b − A·x₀ is %g: A·X0 overflows float64, or the operator's MulVecTo returned NaN or Inf: %w", solver, rel, ErrInput)
+	}
+	r.record(rel)
+	return rnorm, nil
+}
+
 func norm2(x []float64) float64 {
 	// Scaled sum of squares: no overflow or underflow for any finite x.
 	scale, ssq := 0.0, 1.0
@@ -65,6 +225,9 @@ func norm2(x []float64) float64 {
 			continue
 		}
 		a := math.Abs(v)
+		if math.IsNaN(a) || math.IsInf(a, 0) {
+			return a
+		}
 		if scale < a {
 			ssq = 1 + ssq*(scale/a)*(scale/a)
 			scale = a

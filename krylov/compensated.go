@@ -77,21 +77,27 @@ func newCompensatedDense(d *denseOp, sigma, limbs int) (*compensatedDense, error
 	return &compensatedDense{id: nextID(), n: n, limbs: limbs, levels: levels, rowExp: m.RowExp, digits: m.Digits}, nil
 }
 
-// weights returns the const W_s = [D_0 | … | D_s'] (n × n·(s'+1)), where
-// s' = min(s, L−1), with a power-of-two factor 2^−k so that |S_s·2^−k| stays
-// below 2¹⁵; with hiCol it also appends −I (for the lo pass).
-func (c *compensatedDense) weights(g *dataflow.Graph, s int, lo bool) (w dataflow.Value, lSpan, k int) {
-	lSpan = min(s, c.limbs-1) + 1 // limbs l = 0 … lSpan−1 pair with levels s−l
+// pairs returns the limbs l = lo … hi−1 that group s pairs with the vector
+// levels s − l: every limb below L whose level s − l exists.
+func (c *compensatedDense) pairs(s int) (lo, hi int) {
+	return max(0, s-(c.levels-1)), min(s, c.limbs-1) + 1
+}
+
+// weights returns the const W_s = [D_lo | … | D_hi−1] (n × n·(hi−lo)) of
+// group s with a power-of-two factor 2^−k so that |S_s·2^−k| stays below
+// 2¹⁵; with lo it also appends −I (for the lo pass).
+func (c *compensatedDense) weights(g *dataflow.Graph, s int, lo bool) (w dataflow.Value, k int) {
+	l0, l1 := c.pairs(s)
 	k = c.shift(s)
 	name := fmt.Sprintf("Adig%d_s%d", c.id, s)
 	if lo {
 		name += "_lo"
 	}
 	if v, ok := g.Lookup(name); ok {
-		return v, lSpan, k
+		return v, k
 	}
 	n := c.n
-	cols := n * lSpan
+	cols := n * (l1 - l0)
 	if lo {
 		cols += n
 	}
@@ -99,25 +105,32 @@ func (c *compensatedDense) weights(g *dataflow.Graph, s int, lo bool) (w dataflo
 	f := math.Ldexp(1, -k)
 	for i := range n {
 		row := data[i*cols : (i+1)*cols]
-		for l := range lSpan {
-			copy(row[l*n:(l+1)*n], c.digits[l][i*n:(i+1)*n])
-			for j := l * n; j < (l+1)*n; j++ {
-				row[j] *= f
+		for l := l0; l < l1; l++ {
+			dst := row[(l-l0)*n : (l-l0+1)*n]
+			copy(dst, c.digits[l][i*n:(i+1)*n])
+			for j := range dst {
+				dst[j] *= f
 			}
 		}
 		if lo {
-			row[lSpan*n+i] = -1
+			row[(l1-l0)*n+i] = -1
 		}
 	}
 	shape := dataflow.Shape{n, cols}
-	return g.Const(name, shape, data), lSpan, k
+	return g.Const(name, shape, data), k
 }
 
-// shift is k for group s: 2^k ≥ 512·n·(s+1)/2¹⁵, the worst-case |S_s|.
+// shift is k for group s: 2^k ≥ 512·n·pairs/2¹⁵, the worst-case |S_s|.
 func (c *compensatedDense) shift(s int) int {
-	lSpan := min(s, c.limbs-1) + 1
-	return max(0, int(math.Ceil(math.Log2(512*float64(c.n*lSpan))))-15)
+	l0, l1 := c.pairs(s)
+	return max(0, int(math.Ceil(math.Log2(512*float64(c.n*(l1-l0)))))-15)
 }
+
+// compMinExp: a group whose terms are scaled by less than 2^compMinExp
+// relative to the first group's is dropped. Its digit products are at most
+// as large as the first group's, so it contributes below 2⁻²⁸ of the sum,
+// under the 2⁻²² resolution of the (hi, lo) pair the sum is kept in.
+const compMinExp = -28
 
 // apply adds q = 2^σ·A·p to g for p of shape [1, n] with |p| ≤ ν, as
 // fl16(q) and the exact-to-u² remainder qLo = q − fl16(q).
@@ -134,32 +147,23 @@ func (c *compensatedDense) apply(g *dataflow.Graph, p dataflow.Value, nu float64
 		}
 	}
 	var acc, accLo dataflow.Value
-	groups := c.limbs - 1 + (c.levels - c.limbs) + 1 // s = 0 … L−1+extra
-	for s := range groups {
-		w, lSpan, k := c.weights(g, s, false)
-		// Pair limb l with level s−l, for the limbs that have such a level.
-		parts := make([]dataflow.Value, 0, lSpan)
-		lo := max(0, s-(c.levels-1))
-		if lo >= lSpan {
-			continue
+	for s := range c.levels { // groups s = 0 … levels−1: the triangle l + (s−l) ≤ levels−1
+		k := c.shift(s)
+		e := k - compBits*s - c.shift(0) // term = 2^e·(hi + lo), exact power-of-two scalings
+		if e < compMinExp {
+			break // e falls with s: every later group is smaller still
 		}
-		for l := range lSpan {
-			if s-l >= c.levels || l < lo {
-				parts = append(parts, g.Mul(levels[0], g.Scalar(0)))
-				continue
-			}
+		w, _ := c.weights(g, s, false)
+		l0, l1 := c.pairs(s)
+		parts := make([]dataflow.Value, 0, l1-l0)
+		for l := l0; l < l1; l++ {
 			parts = append(parts, levels[s-l])
 		}
-		x := parts[0]
-		if len(parts) > 1 {
-			x = g.Concat(1, parts...)
-		}
+		x := concatTree(g, 1, parts)
 		hi := g.MatMul(x, w, false, true)
-		wLo, _, _ := c.weights(g, s, true)
+		wLo, _ := c.weights(g, s, true)
 		loV := g.MatMul(g.Concat(1, x, hi), wLo, false, true)
-		// term = 2^(k − 5s − shift0)·(hi + lo), all exact power-of-two scalings.
-		f := g.Scalar(math.Ldexp(1, k-compBits*s-c.shift(0)))
-		tHi, tLo := g.Mul(hi, f), g.Mul(loV, f)
+		tHi, tLo := scalePow2(g, hi, e), scalePow2(g, loV, e)
 		if s == 0 {
 			acc, accLo = twoSum(g, tHi, tLo)
 			continue
@@ -181,6 +185,19 @@ func (c *compensatedDense) apply(g *dataflow.Graph, p dataflow.Value, nu float64
 		rows = g.Const(name, dataflow.Shape{1, c.n}, data)
 	}
 	return g.Mul(q, rows), g.Mul(qLo, rows) // exact power-of-two scalings
+}
+
+// scalePow2 returns 2^e·x, e ≥ 2·(−14), with constants in fp16's normal
+// range: one multiplication for e ≥ −14, two below.
+func scalePow2(g *dataflow.Graph, x dataflow.Value, e int) dataflow.Value {
+	if e == 0 {
+		return x
+	}
+	if e < -14 {
+		x = g.Mul(x, g.Scalar(0x1p-14))
+		e += 14
+	}
+	return g.Mul(x, g.Scalar(math.Ldexp(1, e)))
 }
 
 // stencilApply adds q = 2^σ·A·p for a stencil whose scaled coefficients are
@@ -211,24 +228,71 @@ func (s *stencilOp) compensatedApply(g *dataflow.Graph, x dataflow.Value, scale 
 // applier adds q = 2^σ·A·p (fp16) and its remainder to a graph.
 type applier func(g *dataflow.Graph, p dataflow.Value) (q, qLo dataflow.Value)
 
+// compensable is an operator with a compensated device application.
+type compensable interface {
+	// compensatedSupported says why 2^σ·A has no compensated form, or nil.
+	compensatedSupported(sigma int) error
+	// compensatedApplier returns the compensated application of 2^σ·A for
+	// vectors of norm ν.
+	compensatedApplier(sigma int, nu float64) (applier, error)
+}
+
+// deviceApplier returns the device application of 2^σ·A: the operator's
+// own DeviceApply (no remainder), or the compensated form.
+func deviceApplier(a Operator, sigma int, compensated bool) (applier, error) {
+	if compensated {
+		return compensatedApplier(a, sigma, vectorNorm(a.Dims()))
+	}
+	return func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
+		return a.DeviceApply(g, p, sigma), dataflow.Value{}
+	}, nil
+}
+
+// compensatedSupported reports why Compensated mode is not available for
+// 2^σ·A, or nil.
+func compensatedSupported(a Operator, sigma int) error {
+	c, ok := a.(compensable)
+	if !ok {
+		return fmt.Errorf("krylov: Compensated mode is not available for operator %T (only for Dense and Stencil2D operators): %w", a, ErrUnsupported)
+	}
+	return c.compensatedSupported(sigma)
+}
+
 // compensatedApplier returns the compensated application of a for vectors
 // of norm ν: limb digits for a dense matrix, a remainder conv for a stencil
 // whose scaled coefficients are fp16 numbers.
 func compensatedApplier(a Operator, sigma int, nu float64) (applier, error) {
-	switch op := a.(type) {
-	case *denseOp:
-		c, err := newCompensatedDense(op, sigma, compensatedLimbs)
-		if err != nil {
-			return nil, err
-		}
-		return func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) { return c.apply(g, p, nu) }, nil
-	case *stencilOp:
-		if !op.exactInFP16(sigma) {
-			return nil, fmt.Errorf("krylov: Compensated mode needs stencil coefficients exact in fp16 (scaled by 2^%d): %w", sigma, ErrUnsupported)
-		}
-		return func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
-			return op.compensatedApply(g, p, sigma)
-		}, nil
+	if err := compensatedSupported(a, sigma); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("krylov: Compensated mode is not available for operator %T: %w", a, ErrUnsupported)
+	return a.(compensable).compensatedApplier(sigma, nu)
+}
+
+func (d *denseOp) compensatedSupported(sigma int) error {
+	extra := int(math.Ceil(math.Log2(math.Sqrt(float64(d.n))) / compBits))
+	if d.n*(compensatedLimbs+extra) > compSpan {
+		return fmt.Errorf("krylov: Compensated mode for a dense matrix needs n·(limbs+%d) ≤ %d, got n = %d with %d limbs: %w", extra, compSpan, d.n, compensatedLimbs, ErrUnsupported)
+	}
+	return nil
+}
+
+func (d *denseOp) compensatedApplier(sigma int, nu float64) (applier, error) {
+	c, err := newCompensatedDense(d, sigma, compensatedLimbs)
+	if err != nil {
+		return nil, err
+	}
+	return func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) { return c.apply(g, p, nu) }, nil
+}
+
+func (s *stencilOp) compensatedSupported(sigma int) error {
+	if !s.exactInFP16(sigma) {
+		return fmt.Errorf("krylov: Compensated mode needs stencil coefficients exact in fp16 once scaled by 2^%d (small integers times one power of two, say; a factor 1/h² generally is not): %w", sigma, ErrUnsupported)
+	}
+	return nil
+}
+
+func (s *stencilOp) compensatedApplier(sigma int, _ float64) (applier, error) {
+	return func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
+		return s.compensatedApply(g, p, sigma)
+	}, nil
 }

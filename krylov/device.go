@@ -24,10 +24,10 @@ func defaultDevice() (shim.Device, error) {
 	return defaultDev, defaultErr
 }
 
-// build lowers and compiles g on dev. A program the target cannot run (too
+// compile lowers and compiles g on dev. A program the target cannot run (too
 // long a vector, say) is an error wrapping ErrUnsupported as well as the
 // lowering or device error; what names the program in the message.
-func build(dev shim.Device, g *dataflow.Graph, what string) (shim.Executable, error) {
+func compile(dev shim.Device, g *dataflow.Graph, what string) (shim.Executable, error) {
 	exe, err := shim.Build(dev, g)
 	if err == nil {
 		return exe, nil

@@ -6,14 +6,19 @@ import "errors"
 var (
 	// ErrShape reports mismatched dimensions.
 	ErrShape = errors.New("krylov: shape mismatch")
-	// ErrInput reports NaN or Inf in the input.
+	// ErrInput reports NaN or Inf in the input (b, X0, the initial residual
+	// b − A·X0, or ‖A‖∞, including one that overflows float64) or a setting
+	// out of range.
 	ErrInput = errors.New("krylov: invalid input")
 	// ErrNotSPD reports an operator that is not symmetric positive definite,
-	// detected from the CG iteration (a search direction with pᵀAp ≤ 0).
+	// detected before CG runs (a zero operator, a negative diagonal entry)
+	// or by the iteration (a search direction with pᵀAp < 0).
 	ErrNotSPD = errors.New("krylov: operator is not symmetric positive definite")
 	// ErrNotConverged reports a solve that stopped before reaching Tol. The
 	// result is returned with it, history attached.
 	ErrNotConverged = errors.New("krylov: not converged")
-	// ErrUnsupported reports a problem past the device's limits.
+	// ErrUnsupported reports a problem past the device's limits (too many
+	// unknowns, said when the operator is built) or a mode the operator has
+	// no form for.
 	ErrUnsupported = errors.New("krylov: unsupported")
 )

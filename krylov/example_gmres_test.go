@@ -19,7 +19,8 @@ func ExampleGMRES() {
 		{0, -d, 0},
 	})
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	b := make([]float64, nx*nx)
 	for i := range b {
@@ -27,7 +28,8 @@ func ExampleGMRES() {
 	}
 	res, err := krylov.GMRES(a, b, &krylov.Settings{Restart: 20, Tol: 1e-10})
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	fmt.Println("converged:", res.Converged)
 	fmt.Println("residual below 1e-10:", res.Residual <= 1e-10)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -34,18 +33,11 @@ const (
 	gcrDrop = 1e-5
 )
 
-func gmresCompensated(a Operator, b []float64, st Settings, dev shim.Device, res Result, start time.Time) (Result, error) {
+func (p *gmresPlan) loopCompensated(run *run) error {
+	st, res, a := p.set, run.res, run.a
 	n := a.Dims()
-	m := min(st.Restart, n)
-	sigma := pow2Exp(a.NormInf())
+	m := p.m
 	nu := vectorNorm(n)
-	bnorm := norm2(b)
-	t0 := time.Now()
-	exe, err := gcrProgram(dev, a, m, sigma, nu)
-	res.Build += time.Since(t0)
-	if err != nil {
-		return res, err
-	}
 	r := make([]float64, n)
 	in := make([]float32, n)
 	var vs, ws [][]float64
@@ -53,33 +45,56 @@ func gmresCompensated(a Operator, b []float64, st Settings, dev shim.Device, res
 	if n > 4096 {
 		maxKeep = 64 // the host's least squares costs n·k² per dispatch
 	}
-	rnorm := residual(r, a, res.X, b)
-	res.Residual = rnorm / bnorm
-	res.History = append(res.History, res.Residual)
+	rnorm, err := run.initialResidual(r, "GMRES")
+	if err != nil {
+		return err
+	}
+	if res.Residual <= st.Tol { // X0 solves it: no program needed
+		res.Converged = true
+		return nil
+	}
+	t0 := time.Now()
+	exe, err := p.gcrProgram(run.dev)
+	res.Build += time.Since(t0)
+	if err != nil {
+		return err
+	}
+	names := outputNames(exe)
 	best, since := res.Residual, 0
-	for res.Residual > st.Tol {
-		if res.Dispatches >= st.MaxDispatches {
-			return res, fmt.Errorf("krylov: GMRES(%d), compensated: relative residual %.3g after %d dispatches (MaxDispatches), Tol %.3g: %w", m, res.Residual, res.Dispatches, st.Tol, ErrNotConverged)
+	for {
+		switch {
+		case res.Residual <= st.Tol:
+			res.Converged = true
+			return nil
+		case !finite(res.Residual):
+			return fmt.Errorf("krylov: GMRES(%d), compensated: residual became %g after %d dispatches (the operator's MulVecTo returned NaN or Inf, or x overflowed)%s: %w", m, res.Residual, res.Dispatches, bestNote(run), ErrNotConverged)
+		case res.Dispatches >= st.MaxDispatches:
+			return fmt.Errorf("krylov: GMRES(%d), compensated: relative residual %.3g after %d dispatches (MaxDispatches), Tol %.3g%s: %w", m, res.Residual, res.Dispatches, st.Tol, bestNote(run), ErrNotConverged)
+		case since >= gmresStallWindow*2:
+			return fmt.Errorf("krylov: GMRES(%d), compensated: relative residual %.3g did not halve in %d dispatches%s: %w", m, res.Residual, since, bestNote(run), ErrNotConverged)
 		}
 		toFloat32(in, r, nu/rnorm)
 		td := time.Now()
 		out, err := exe.Run([][]float32{in})
 		res.Device += time.Since(td)
+		res.charge(exe)
 		if err != nil {
 			if errors.Is(err, shim.ErrRange) {
 				err = errors.Join(ErrNotConverged, err)
 			}
-			return res, fmt.Errorf("krylov: GMRES(%d), compensated, dispatch %d: %w", m, res.Dispatches+1, err)
+			return fmt.Errorf("krylov: GMRES(%d), compensated, dispatch %d: %w", m, res.Dispatches+1, err)
 		}
 		res.Dispatches++
 		res.Iterations += m
-		th := time.Now()
-		scale := math.Ldexp(1, -sigma)
+		scale := math.Ldexp(1, -p.sigma)
+		o := outputs{names, out}
+		dirs := append(roundFP16(in), o.get("dirs")...) // the first is the input
+		adirs, adirsLo := o.get("adirs"), o.get("adirs_lo")
 		for k := range m {
 			v, w := make([]float64, n), make([]float64, n)
 			for i := range n {
-				v[i] = float64(out[0][k*n+i])
-				w[i] = scale * (float64(out[1][k*n+i]) + float64(out[2][k*n+i]))
+				v[i] = float64(dirs[k*n+i])
+				w[i] = scale * (float64(adirs[k*n+i]) + float64(adirsLo[k*n+i]))
 			}
 			vs, ws = append(vs, v), append(ws, w)
 		}
@@ -88,7 +103,7 @@ func gmresCompensated(a Operator, b []float64, st Settings, dev shim.Device, res
 		}
 		y, err := minResidual(ws, r)
 		if err != nil {
-			return res, err
+			return err
 		}
 		d := make([]float64, n)
 		for k, yk := range y {
@@ -98,7 +113,8 @@ func gmresCompensated(a Operator, b []float64, st Settings, dev shim.Device, res
 		}
 		// Guard: take x + α·d with the α minimizing ‖r − α·A·d‖₂ in float64,
 		// so that errors in W can slow a step but never make it increase
-		// the residual.
+		// the residual. (b is scaled to a norm near 1, so these dots
+		// neither under- nor overflow.)
 		ad := make([]float64, n)
 		a.MulVecTo(ad, d)
 		if add := dot(ad, ad); add > 0 {
@@ -107,24 +123,14 @@ func gmresCompensated(a Operator, b []float64, st Settings, dev shim.Device, res
 				res.X[i] += alpha * d[i]
 			}
 		}
-		rnorm = residual(r, a, res.X, b)
-		res.Residual = rnorm / bnorm
-		res.History = append(res.History, res.Residual)
-		res.Host += time.Since(th)
-		if st.Trace != nil {
-			st.Trace(Step{Dispatch: res.Dispatches, Iterations: res.Iterations, Residual: res.Residual, Elapsed: time.Since(start)})
-		}
-		if math.IsNaN(res.Residual) {
-			return res, fmt.Errorf("krylov: GMRES(%d), compensated: residual became NaN: %w", m, ErrNotConverged)
-		}
+		rnorm = residual(r, a, res.X, run.b)
+		run.record(rnorm / run.bnorm)
 		if res.Residual < best/2 {
 			best, since = res.Residual, 0
-		} else if since++; since >= gmresStallWindow*2 {
-			return res, fmt.Errorf("krylov: GMRES(%d), compensated: relative residual %.3g did not halve in %d dispatches: %w", m, res.Residual, since, ErrNotConverged)
+		} else {
+			since++
 		}
 	}
-	res.Converged = true
-	return res, nil
 }
 
 // minResidual returns argmin_y ‖r − W·y‖₂ for the columns W = ws, by a
@@ -159,36 +165,18 @@ func minResidual(ws [][]float64, r []float64) ([]float64, error) {
 	return y, nil
 }
 
-type gcrKey struct {
-	dev   shim.Device
-	op    Operator
-	m     int
-	sigma int
-}
-
-var gcrPrograms sync.Map // gcrKey → shim.Executable
-
-func gcrProgram(dev shim.Device, a Operator, m, sigma int, nu float64) (shim.Executable, error) {
-	key := gcrKey{dev, a, m, sigma}
-	if exe, ok := gcrPrograms.Load(key); ok {
-		return exe.(shim.Executable), nil
-	}
-	apply, err := compensatedApplier(a, sigma, nu)
-	if err != nil {
-		return nil, err
-	}
-	exe, err := build(dev, gcrGraph(a.Dims(), m, nu, apply), fmt.Sprintf("compensated GMRES program for n = %d", a.Dims()))
-	if err != nil {
-		return nil, err
-	}
-	gcrPrograms.Store(key, exe)
-	return exe, nil
+// gcrProgram returns the compiled compensated cycle.
+func (p *gmresPlan) gcrProgram(dev shim.Device) (*compiled, error) {
+	key := programKey{solver: "gcr", dev: dev, op: p.dop, steps: p.m, sigma: p.sigma, compensated: true}
+	return programs.get(key, fmt.Sprintf("compensated GMRES program for n = %d", p.dop.Dims()), func() (*dataflow.Graph, error) {
+		return p.graph(0)
+	})
 }
 
 // gcrGraph runs m Arnoldi steps with modified Gram–Schmidt from the input v
 // (norm ν) and returns the basis vectors (norm ν each) and their images
 // q = A_s·v as fp16 values plus remainders.
-func gcrGraph(n, m int, nu float64, apply applier) *dataflow.Graph {
+func gcrGraph(n, m int, nu float64, apply applier) (*dataflow.Graph, error) {
 	g := dataflow.New()
 	v := g.Input("v", dataflow.Shape{1, n})
 	floor := g.Scalar(0x1p-14)
@@ -196,6 +184,11 @@ func gcrGraph(n, m int, nu float64, apply applier) *dataflow.Graph {
 	var qs, qLos []dataflow.Value
 	for j := range m {
 		q, qLo := apply(g, basis[j])
+		if j == 0 {
+			if err := checkApplyShape(g, q, n); err != nil {
+				return nil, err
+			}
+		}
 		qs, qLos = append(qs, q), append(qLos, qLo)
 		if j == m-1 {
 			break
@@ -209,8 +202,10 @@ func gcrGraph(n, m int, nu float64, apply applier) *dataflow.Graph {
 		ww := g.Maximum(g.MatMul(wS, wS, false, true), floor)
 		basis = append(basis, g.Mul(wS, g.Mul(g.Pow(ww, g.Scalar(-0.5)), g.Scalar(nu))))
 	}
-	g.Output("dirs", g.Concat(0, basis...))
-	g.Output("adirs", g.Concat(0, qs...))
-	g.Output("adirs_lo", g.Concat(0, qLos...))
-	return g
+	if m > 1 { // the first direction is the input: the host has it
+		g.Output("dirs", concatTree(g, 0, basis[1:]))
+	}
+	g.Output("adirs", concatTree(g, 0, qs))
+	g.Output("adirs_lo", concatTree(g, 0, qLos))
+	return g, nil
 }

@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/anemone-go/anemone/dataflow"
-	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/reference"
 	"github.com/anemone-go/anemone/shim"
@@ -320,16 +319,31 @@ func TestGMRESBadInput(t *testing.T) {
 	}
 }
 
-// TestGMRESTooLarge: n past one device row fails at lowering, before any
-// dispatch, wrapping both sentinels.
+// TestGMRESTooLarge: an operator past one device row is refused when it is
+// built, in unknowns and bytes, before any solve.
 func TestGMRESTooLarge(t *testing.T) {
-	op, err := Stencil2D(128, 129, gmresConvDiffStencil(128, 129, 10)) // n = 16512 > 16384
-	require.NoError(t, err)
-	res, err := GMRES(op, gmresOnes(128*129), &Settings{Restart: 2})
+	for _, c := range []struct{ nx, ny int }{{128, 129}, {256, 256}, {1 << 40, 1 << 40}} {
+		_, err := Stencil2D(c.nx, c.ny, gmresConvDiffStencil(8, 8, 10))
+		require.ErrorIs(t, err, ErrUnsupported)
+		require.Contains(t, err.Error(), "at most 16384 unknowns on this target")
+		require.Contains(t, err.Error(), "32 KiB")
+	}
+	_, err := Dense(identityMatrix(MaxUnknowns + 1)) // refused before n² floats are copied
 	require.ErrorIs(t, err, ErrUnsupported)
-	require.ErrorIs(t, err, lower.ErrUnsupported)
-	require.Zero(t, res.Dispatches)
+	require.Contains(t, err.Error(), "16385 unknowns; at most 16384 unknowns on this target")
 }
+
+// identityMatrix is the n×n identity as a mat.Matrix without storage.
+type identityMatrix int
+
+func (m identityMatrix) Dims() (int, int) { return int(m), int(m) }
+func (m identityMatrix) At(i, j int) float64 {
+	if i == j {
+		return 1
+	}
+	return 0
+}
+func (m identityMatrix) T() mat.Matrix { return m }
 
 // TestGMRESMaxDispatches: stopping early returns the iterate, its history
 // and ErrNotConverged.
@@ -390,14 +404,7 @@ func TestGMRESProgramCache(t *testing.T) {
 	op, err := Stencil2D(nx, nx, gmresConvDiffStencil(nx, nx, 10))
 	require.NoError(t, err)
 	count := func() int {
-		c := 0
-		gmresPrograms.Range(func(k, _ any) bool {
-			if k.(gmresKey).op == op {
-				c++
-			}
-			return true
-		})
-		return c
+		return programs.count(func(k programKey) bool { return k.op == op })
 	}
 	b := gmresOnes(nx * nx)
 	_, err = GMRES(op, b, &Settings{Restart: 7})
@@ -540,6 +547,9 @@ func BenchmarkGMRESConvDiff64(b *testing.B) {
 		require.NoError(b, err)
 	}
 	b.ReportMetric(float64(res.Dispatches), "cycles")
+	plan, err := planGMRES(op, (&Settings{Restart: 30}).withDefaults())
+	require.NoError(b, err)
+	reportModeled(b, func() (*dataflow.Graph, error) { return plan.graph(gmresTau) }, res.Dispatches)
 }
 
 func BenchmarkReferenceGMRESConvDiff64(b *testing.B) {

@@ -3,6 +3,7 @@ package krylov
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -35,12 +36,15 @@ type Operator interface {
 // changes to a do not reach the operator. On the device, A·x is one matmul
 // with a constant operand, which lowering turns into a 1×1 conv.
 func Dense(a mat.Matrix) (Operator, error) {
-	if a == nil {
+	if a == nil || (isPointer(a) && reflect.ValueOf(a).IsNil()) {
 		return nil, fmt.Errorf("krylov: nil matrix: %w", ErrShape)
 	}
 	r, c := a.Dims()
 	if r != c || r == 0 {
 		return nil, fmt.Errorf("krylov: matrix is %d×%d, want square and non-empty: %w", r, c, ErrShape)
+	}
+	if err := checkUnknowns("matrix", float64(r)); err != nil {
+		return nil, err
 	}
 	d := &denseOp{n: r, a: make([]float64, r*r), id: nextID()}
 	for i := range r {
@@ -53,9 +57,27 @@ func Dense(a mat.Matrix) (Operator, error) {
 			d.a[i*r+j] = v
 			row += math.Abs(v)
 		}
+		if math.IsInf(row, 0) {
+			return nil, fmt.Errorf("krylov: row %d's absolute sum overflows float64, so ‖A‖∞ is not finite: scale the matrix: %w", i, ErrInput)
+		}
 		d.norm = math.Max(d.norm, row)
 	}
 	return d, nil
+}
+
+// MaxUnknowns is the largest n an operator may have: every vector lives in
+// one device row, and a row holds 16384 fp16 values (32 KiB) on the
+// simulator and the M1–M4 engines.
+const MaxUnknowns = 16384
+
+// checkUnknowns refuses an operator of n unknowns past MaxUnknowns (n is a
+// float64 so that a product of two grid sides cannot overflow).
+func checkUnknowns(what string, n float64) error {
+	if n > MaxUnknowns {
+		return fmt.Errorf("krylov: the %s has %.0f unknowns; at most %d unknowns on this target (each vector must fit one device row of %d fp16 values, %d KiB): %w",
+			what, n, MaxUnknowns, MaxUnknowns, MaxUnknowns*2/1024, ErrUnsupported)
+	}
+	return nil
 }
 
 type denseOp struct {
@@ -63,6 +85,17 @@ type denseOp struct {
 	n    int
 	a    []float64 // row-major
 	norm float64
+
+	peakOnce sync.Once
+	peak     float64 // max |a_ij|
+
+	// The scaled operators the solvers put on the device, made once.
+	symOnce  sync.Once
+	sym      *denseOp // S·A·S (CG), or nil when A needs no scaling
+	symS     []float64
+	eqOnce   sync.Once
+	eq       *denseOp // R·A·C (GMRES), or nil
+	eqR, eqC []float64
 }
 
 func (d *denseOp) Dims() int        { return d.n }
@@ -87,27 +120,64 @@ func (d *denseOp) Diagonal() []float64 {
 	return out
 }
 
+// DeviceApply multiplies by the weights 2^(scale+k)·A, whose largest entry
+// is in [½, 1), and scales the product back by 2^−k. A dense row of n
+// entries can have ‖2^scale·A‖∞ < 1 with every entry near 1/n; raised so,
+// its entries stay in fp16's normal range (the lowering flushes only
+// entries below 2⁻¹³ of the largest), the products a_ij·x_j stay clear of
+// subnormals, and the matmul's output, at most max|a|·‖x‖₁ ≤ ‖x‖₁, stays
+// below 2¹³ for the solvers' vectors (‖x‖₂ ≤ √n/2, so ‖x‖₁ ≤ n/2).
 func (d *denseOp) DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) dataflow.Value {
+	k := 0
+	if peak := d.maxAbs(); peak > 0 {
+		k = max(0, pow2Exp(math.Ldexp(peak, scale)))
+	}
 	name := weightName("A", d.id, scale)
 	w, ok := g.Lookup(name)
 	if !ok {
 		data := make([]float64, len(d.a))
 		for i, v := range d.a {
-			data[i] = math.Ldexp(v, scale)
+			data[i] = math.Ldexp(v, scale+k)
 		}
 		w = g.Const(name, dataflow.Shape{d.n, d.n}, data)
 	}
 	// y = x·Aᵀ for the row vector x: y_i = Σ_j A_ij x_j.
-	return g.MatMul(x, w, false, true)
+	return scalePow2(g, g.MatMul(x, w, false, true), -k)
+}
+
+// maxAbs is the largest |a_ij|.
+func (d *denseOp) maxAbs() float64 {
+	d.peakOnce.Do(func() {
+		for _, v := range d.a {
+			d.peak = math.Max(d.peak, math.Abs(v))
+		}
+	})
+	return d.peak
 }
 
 // Stencil2D returns the operator of a constant-coefficient 9-point stencil
 // on an nx×ny grid with zero Dirichlet boundary: grid point (x, y) is vector
 // index y·nx + x, and c[dy+1][dx+1] weights the neighbour (x+dx, y+dy).
 // On the device it is one 3×3 conv with zero padding over the grid.
+//
+// The coefficients are the matrix entries as given: Stencil2D applies no
+// mesh scaling, so a discretization's 1/h² (or any other factor) belongs
+// in c. The 5-point Laplacian −Δ on the unit square with h = 1/(nx+1) is
+// c = 1/h²·[[0, −1, 0], [−1, 4, −1], [0, −1, 0]]; c = [[0, −1, 0],
+// [−1, 4, −1], [0, −1, 0]] is h²·(−Δ), whose solution is h² times
+// smaller. The solvers scale A by a power of two themselves, so either
+// form is fine in FP16 mode; Compensated mode needs coefficients that stay
+// fp16 numbers under that scaling (small integers, not 1/h² in general).
+//
+// The grid may have at most MaxUnknowns points (ErrUnsupported, said in
+// unknowns and bytes); a coefficient that is NaN or ±Inf, or whose
+// absolute sum overflows, is an error wrapping ErrInput.
 func Stencil2D(nx, ny int, c [3][3]float64) (Operator, error) {
 	if nx <= 0 || ny <= 0 {
 		return nil, fmt.Errorf("krylov: stencil grid %d×%d must be positive: %w", nx, ny, ErrShape)
+	}
+	if err := checkUnknowns(fmt.Sprintf("stencil grid %d×%d", nx, ny), float64(nx)*float64(ny)); err != nil {
+		return nil, err
 	}
 	s := &stencilOp{nx: nx, ny: ny, c: c, id: nextID()}
 	for _, row := range c {
@@ -117,6 +187,9 @@ func Stencil2D(nx, ny int, c [3][3]float64) (Operator, error) {
 			}
 			s.norm += math.Abs(v)
 		}
+	}
+	if math.IsInf(s.norm, 0) {
+		return nil, fmt.Errorf("krylov: the stencil's absolute coefficient sum overflows float64, so ‖A‖∞ is not finite: scale the coefficients: %w", ErrInput)
 	}
 	return s, nil
 }
@@ -188,8 +261,9 @@ type Preconditioner interface {
 	DeviceApply(g *dataflow.Graph, r dataflow.Value) dataflow.Value
 }
 
-// Jacobi returns the diagonal preconditioner M = diag(A). It fails with
-// ErrNotSPD-compatible input errors if a diagonal entry is zero or negative.
+// Jacobi returns the diagonal preconditioner M = diag(A), for CG. A
+// diagonal entry that is zero, negative or NaN is an error wrapping
+// ErrNotSPD (an SPD matrix has a positive diagonal).
 func Jacobi(a Operator) (Preconditioner, error) {
 	if a == nil {
 		return nil, fmt.Errorf("krylov: nil operator: %w", ErrShape)
@@ -266,29 +340,27 @@ func (s *stencilOp) exactInFP16(scale int) bool {
 // scaled to about 1 before the operator reaches the device.
 const scalingRange = 16
 
-var scaledOps sync.Map // *denseOp → scaled
-
-type scaled struct {
-	op Operator
-	s  []float64
-}
-
 // symmetricScaling returns S·A·S for the power-of-two diagonal S with
 // s_i ≈ a_ii^(−½), and S, when A is dense with a positive diagonal spanning
 // more than scalingRange; otherwise nil. Scaling by powers of two is exact,
 // and S·A·S has a unit-order diagonal, so small entries of a badly scaled
 // matrix stay above fp16's subnormals (Higham, Pranesh and Zounon 2019 §2
 // make the same argument for two-sided scaling). The result is cached per
-// operator, so that its device program is too.
+// operator (it lives as long as the operator), so that its device program
+// is too.
 func symmetricScaling(a Operator) (Operator, []float64) {
 	d, ok := a.(*denseOp)
 	if !ok {
 		return nil, nil
 	}
-	if v, ok := scaledOps.Load(d); ok {
-		sc := v.(scaled)
-		return sc.op, sc.s
+	d.symOnce.Do(func() { d.sym, d.symS = d.symmetricScaling() })
+	if d.sym == nil {
+		return nil, nil
 	}
+	return d.sym, d.symS
+}
+
+func (d *denseOp) symmetricScaling() (*denseOp, []float64) {
 	diag := d.Diagonal()
 	lo, hi := math.Inf(1), 0.0
 	for _, v := range diag {
@@ -304,16 +376,7 @@ func symmetricScaling(a Operator) (Operator, []float64) {
 	for i, v := range diag {
 		s[i] = math.Exp2(-math.Round(math.Log2(v) / 2))
 	}
-	sa := d.scaled(s, s)
-	scaledOps.Store(d, scaled{sa, s})
-	return sa, s
-}
-
-var equilibratedOps sync.Map // *denseOp → equilibrated
-
-type equilibrated struct {
-	op   Operator
-	r, c []float64
+	return d.scaled(s, s), s
 }
 
 // twoSidedScaling returns R·A·C for the power-of-two row and column scalings
@@ -325,17 +388,19 @@ func twoSidedScaling(a Operator) (Operator, []float64, []float64) {
 	if !ok {
 		return nil, nil, nil
 	}
-	if v, ok := equilibratedOps.Load(d); ok {
-		e := v.(equilibrated)
-		return e.op, e.r, e.c
+	d.eqOnce.Do(func() { d.eq, d.eqR, d.eqC = d.twoSidedScaling() })
+	if d.eq == nil {
+		return nil, nil, nil
 	}
+	return d.eq, d.eqR, d.eqC
+}
+
+func (d *denseOp) twoSidedScaling() (*denseOp, []float64, []float64) {
 	r, c, err := precision.Equilibrate(mat.NewDense(d.n, d.n, d.a))
 	if err != nil || (spread(r) <= scalingRange && spread(c) <= scalingRange) {
 		return nil, nil, nil
 	}
-	sa := d.scaled(r, c)
-	equilibratedOps.Store(d, equilibrated{sa, r, c})
-	return sa, r, c
+	return d.scaled(r, c), r, c
 }
 
 // spread is max(x)/min(x) for positive x.

@@ -9,7 +9,7 @@ import (
 
 // Defaults for zero Settings fields.
 //
-// DefaultUnroll = 32 was chosen by measurement (TestCGRandomRHSIterations):
+// DefaultUnroll = 32 was chosen by measurement (random right-hand sides):
 // on Poisson 128², 16 iterations per dispatch cost 1.32× float64 CG's
 // iterations in 37 dispatches, 32 cost 1.43× in 20, 64 cost 1.57× in 11.
 // Longer programs lose more to fp16 within a dispatch; shorter ones pay the
@@ -36,13 +36,16 @@ type Settings struct {
 	// Tol is the target relative residual ‖b − A·x‖₂ / ‖b‖₂, computed on the
 	// host in float64. Default 1e-10.
 	Tol float64
-	// Unroll is the number of CG iterations in one device program. Default 32.
+	// Unroll is the number of CG iterations in one device program, 1 …
+	// MaxUnroll. Default 32 (16 in Compensated mode). GMRES ignores it.
 	Unroll int
 	// MaxDispatches bounds the number of device programs run. Default 200.
 	MaxDispatches int
-	// Restart is GMRES's m, the Arnoldi steps per device program. Default 30.
+	// Restart is GMRES's m, the Arnoldi steps per device program (at most
+	// MaxRestart once capped at n). Default 30. CG ignores it.
 	Restart int
-	// Precond is an optional preconditioner (CG only).
+	// Precond is an optional preconditioner for CG; GMRES refuses one
+	// (ErrInput) rather than ignore it.
 	Precond Preconditioner
 	// Precision selects how the device applies A: FP16 (fl16(A), converges
 	// while κ(A)·2⁻¹¹ ≪ 1) or Compensated (A from limb digits, the host
@@ -66,10 +69,26 @@ type Step struct {
 
 // Stats are timings and counts of a solve.
 type Stats struct {
-	Build   time.Duration // graph construction, lowering and compilation
-	Device  time.Duration // time inside Executable.Run
-	Host    time.Duration // float64 work on the host
+	Build   time.Duration // graph construction, lowering and compilation; near zero when the program is reused
+	Device  time.Duration // time inside Executable.Run (on the simulator: the simulation's)
+	Host    time.Duration // everything else: float64 work on the host
 	Retries int           // dispatches repeated with a smaller scale after an fp16 overflow
+
+	// The modeled engine cost of every dispatch run (retries included), by
+	// lower.Estimate's roofline model for the device's ANE family; the
+	// simulator's programs are priced as ane-m1, the slowest family. Zero
+	// for a program the model cannot price.
+	ModeledTime time.Duration
+	DeviceBytes int64 // bytes the engine moves
+	DeviceFlops int64 // flops of its matmuls and convs
+}
+
+// charge adds one dispatch of exe to the modeled cost.
+func (s *Stats) charge(exe *compiled) {
+	c := exe.Cost()
+	s.ModeledTime += c.Time
+	s.DeviceBytes += c.Bytes
+	s.DeviceFlops += c.Flops
 }
 
 // Result is the outcome of a solve.

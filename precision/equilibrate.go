@@ -3,6 +3,7 @@ package precision
 import (
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/anemone-go/anemone/fp16"
 	"gonum.org/v1/gonum/mat"
@@ -24,8 +25,12 @@ import (
 // factors are ≥ 1, so the row maxima stay in (½, 1]. A zero row or column
 // gets the factor 1 and stays zero.
 //
-// NaN or ±Inf in a is an error wrapping ErrRange. a is not modified.
+// NaN or ±Inf in a is an error wrapping ErrRange, a nil matrix one
+// wrapping ErrShape. a is not modified.
 func Equilibrate(a mat.Matrix) (r, c []float64, err error) {
+	if isNilMatrix(a) {
+		return nil, nil, fmt.Errorf("precision: Equilibrate: nil matrix: %w", ErrShape)
+	}
 	m, n := a.Dims()
 	r = make([]float64, m)
 	c = make([]float64, n)
@@ -71,13 +76,17 @@ func pow2AtMostOne(m float64) float64 {
 // exact). Then μ·diag(r)·A·diag(c) fills fp16's range up to θ·xmax, which
 // keeps the most entries out of the subnormal range when the matrix itself
 // is stored in fp16 (the paper's use, θ = 0.1 leaves room for the growth of
-// an LU factorization). θ must lie in (0, 1] (ErrInvalid).
+// an LU factorization). θ must lie in (0, 1] (ErrInvalid); a nil matrix is
+// an error wrapping ErrShape.
 //
 // For device products do not use μ: operands of a matmul belong in
 // [1, 2) (see Pow2Target), or the dot products overflow.
 func SqueezeScale(a mat.Matrix, theta float64) (r, c []float64, mu float64, err error) {
 	if !(theta > 0 && theta <= 1) {
 		return nil, nil, 0, fmt.Errorf("precision: SqueezeScale: theta = %v, want 0 < θ ≤ 1: %w", theta, ErrInvalid)
+	}
+	if isNilMatrix(a) {
+		return nil, nil, 0, fmt.Errorf("precision: SqueezeScale: nil matrix: %w", ErrShape)
 	}
 	r, c, err = Equilibrate(a)
 	if err != nil {
@@ -97,4 +106,18 @@ func SqueezeScale(a mat.Matrix, theta float64) (r, c []float64, mu float64, err 
 	_, p := math.Frexp(theta * fp16.MaxValue / beta) // q ∈ [2^(p−1), 2^p)
 	mu = math.Ldexp(1, p-1)
 	return r, c, mu, nil
+}
+
+// isNilMatrix reports a nil mat.Matrix, or a nil pointer in one (a
+// (*mat.Dense)(nil), whose Dims would panic).
+func isNilMatrix(a mat.Matrix) bool {
+	if a == nil {
+		return true
+	}
+	v := reflect.ValueOf(a)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func:
+		return v.IsNil()
+	}
+	return false
 }

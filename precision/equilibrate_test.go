@@ -106,3 +106,18 @@ func TestSqueezeScale(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid, "theta %v", theta)
 	}
 }
+
+// TestNilMatrix: a nil matrix, untyped or a nil *mat.Dense, is an error
+// wrapping ErrShape (BackwardError: NaN), never a panic.
+func TestNilMatrix(t *testing.T) {
+	for _, a := range []mat.Matrix{nil, (*mat.Dense)(nil), (*mat.SymDense)(nil)} {
+		_, _, err := Equilibrate(a)
+		require.ErrorIs(t, err, ErrShape)
+		require.Contains(t, err.Error(), "precision: Equilibrate: nil matrix")
+		_, _, _, err = SqueezeScale(a, 0.1)
+		require.ErrorIs(t, err, ErrShape)
+		_, err = SplitMatrix(a, 3, 5)
+		require.ErrorIs(t, err, ErrShape)
+		require.True(t, math.IsNaN(BackwardError(a, []float64{1}, []float64{1})))
+	}
+}

@@ -86,10 +86,14 @@ func SplitVector(x []float64, limbs, bits int) (VectorLimbs, error) {
 }
 
 // SplitMatrix splits a into limbs digits of bits bits each, with one
-// exponent per row (see MatrixLimbs). Errors as SplitVector.
+// exponent per row (see MatrixLimbs). Errors as SplitVector; a nil matrix
+// is an error wrapping ErrShape.
 func SplitMatrix(a mat.Matrix, limbs, bits int) (MatrixLimbs, error) {
 	if err := checkLimbs("SplitMatrix", limbs, bits); err != nil {
 		return MatrixLimbs{}, err
+	}
+	if isNilMatrix(a) {
+		return MatrixLimbs{}, fmt.Errorf("precision: SplitMatrix: nil matrix: %w", ErrShape)
 	}
 	r, c := a.Dims()
 	m := MatrixLimbs{RowExp: make([]int, r), Bits: bits, Digits: make([][]float64, limbs), Rows: r, Cols: c}

@@ -42,9 +42,13 @@ func ratio(num, den float64) float64 {
 //
 // with the vector 2-norm and the Frobenius norm of A (cheap, and an upper
 // bound on ‖A‖₂, so η is at most the 2-norm backward error). The residual is
-// computed in float64. It returns 0 for x = 0 and b = 0, and NaN if the
-// lengths do not match A or the data hold NaN.
+// computed in float64. It returns 0 for x = 0 and b = 0, and NaN if a is
+// nil, the lengths do not match A or the data hold NaN (NaN is its error:
+// "BackwardError(...) <= tol" fails on bad input).
 func BackwardError(a mat.Matrix, x, b []float64) float64 {
+	if isNilMatrix(a) {
+		return math.NaN()
+	}
 	m, n := a.Dims()
 	if len(x) != n || len(b) != m {
 		return math.NaN()

@@ -5,6 +5,8 @@
 //	anemone caps [--json]             run the conformance suite on the device
 //	anemone mil KERNEL [flags]        print the MIL of a kernel
 //	anemone solve PROBLEM [flags]     solve a model problem, printing each dispatch
+//	anemone cost PROGRAM [flags]      model a program's engine time per ANE family
+//	anemone selftest [flags]          probe the device's numerics, cliffs and compiler rules
 //
 // The device is chosen by -device or $ANEMONE_DEVICE (ane, sim, sim-narrow);
 // by default the ANE when present, the simulator otherwise.
@@ -51,6 +53,9 @@ func usage(w io.Writer) {
       kernels: `+strings.Join(kernelNames(), ", ")+`
   anemone solve poisson|convdiff [-device NAME] [-n N] [-tol T] [-unroll U]
       [-restart M] [-pe PE] [-precision fp16|compensated] [-max-dispatches D]
+  anemone selftest [-device NAME] [-short] [-json FILE]
+  anemone cost PROGRAM [-target NAME] [-json] [-nodes] [kernel flags] [-unroll U] [-restart M]
+      programs: `+strings.Join(costNames(), ", ")+`
 `)
 }
 
@@ -67,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdMIL(args[1:], stdout)
 	case "solve":
 		return cmdSolve(args[1:], stdout)
+	case "selftest":
+		return cmdSelftest(args[1:], stdout)
+	case "cost":
+		return cmdCost(args[1:], stdout)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return nil
@@ -136,7 +145,7 @@ func cmdCaps(args []string, w io.Writer) error {
 		return enc.Encode(results)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "op\tstatus\tMIL\tmax error (fp16 ulps)\tbound (ulps)\tresult\n")
+	fmt.Fprintf(tw, "op\tstatus\tMIL\tmax error (fp16 ulps)\tbound (ulps)\tresult\tevidence\n")
 	failed := 0
 	for _, r := range results {
 		verdict := "ok"
@@ -144,7 +153,14 @@ func cmdCaps(args []string, w io.Writer) error {
 			verdict = "FAIL: " + r.Error
 			failed++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3g\t%.3g\t%s\n", r.Op, r.Status, r.MIL, r.MaxULPs, r.BoundULPs, verdict)
+		evidence := r.Evidence
+		if evidence == "" {
+			evidence = "no hardware report (follows MIL's definition)"
+		}
+		if r.RejectedBy != "" {
+			evidence += "; rejected: " + r.RejectedBy
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3g\t%.3g\t%s\t%s\n", r.Op, r.Status, r.MIL, r.MaxULPs, r.BoundULPs, verdict, evidence)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -89,5 +89,14 @@ func cmdSolve(args []string, w io.Writer) error {
 	fmt.Fprintf(w, "%s %s %d×%d on %s: converged %v, relative residual %.3e after %d dispatches (%d iterations)\n",
 		method, problem, *n, *n, dev.Info().Name, res.Converged, res.Residual, res.Dispatches, res.Iterations)
 	fmt.Fprintf(w, "time: build %v, device %v, host %v\n", res.Build.Round(time.Millisecond), res.Device.Round(time.Millisecond), res.Host.Round(time.Millisecond))
+	if res.Dispatches > 0 {
+		family := dev.Info().Target.Name
+		if family == "sim" {
+			family = "ane-m1" // the simulator's programs are priced as the slowest family
+		}
+		fmt.Fprintf(w, "modeled engine (%s): %v for %d runs, %.1f MB moved, %.1f Mflop; %.0f device bytes per unknown per iteration\n",
+			family, res.ModeledTime.Round(time.Microsecond), res.Dispatches+res.Retries, float64(res.DeviceBytes)/1e6, float64(res.DeviceFlops)/1e6,
+			float64(res.DeviceBytes)/float64(len(b))/float64(max(res.Iterations, 1)))
+	}
 	return err // ErrNotConverged too: the exit code says the solve failed
 }

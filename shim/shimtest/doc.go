@@ -19,6 +19,15 @@
 //     computed by evaluating the same graph on |inputs|.
 //   - reduce_sum and reduce_mean accumulate in fp16: (K−1)·u·Σ|xᵢ| + ½ulp.
 //
+// The engine's transcendentals are table-based, not correctly rounded, and
+// whether it flushes subnormals is unmeasured. On the hardware and on a
+// narrow (pessimistic) model, the bound of pow, sqrt, rsqrt, exp, log,
+// tanh, sigmoid and gelu grows by 2⁻¹⁰·|exact| (two ulps), and a result
+// within its bound of the subnormal range may be off by a further 2⁻¹⁴
+// (flushed to zero). A 1 % error, about twenty ulps, fails every op that
+// is not exact by construction. Inputs are drawn in fp16's normal range
+// (or zero), never subnormal.
+//
 // A device's conformance test is one call: shimtest.Test(t, dev). Check
 // returns the same results as data, for the `anemone caps` command.
 package shimtest

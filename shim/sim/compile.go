@@ -54,14 +54,21 @@ type step struct {
 	run kernel
 	out int
 	ins []int // the slots it reads
+
+	// For the headroom report: the op, its output variable and statement,
+	// and the magnitude its outputs must stay within.
+	op    string
+	name  string
+	pos   mil.Pos
+	cliff float64
 }
 
 // plan is a compiled program: slot sizes, constant data, I/O slots, steps.
 type plan struct {
 	sizes   []int
 	consts  [][]float32 // per slot: the data of a const slot, nil otherwise
-	inputs  []int       // slot of each program input, in IOSpec order
-	outputs []int       // slot of each program output, in IOSpec order
+	inputs  []int       // slot of each input surface, in the program's order
+	outputs []int       // slot of each output surface, in the program's order
 	steps   []step
 }
 
@@ -122,12 +129,49 @@ func compile(t lower.Target, p *lower.Program, reference bool) (*plan, error) {
 	if err := c.outputs(fn); err != nil {
 		return nil, err
 	}
+	if err := c.nonEmpty(fn); err != nil {
+		return nil, err
+	}
 	return c.plan, nil
 }
 
-// checkSpec validates an IOSpec's shapes: DeviceShape is [1, C, 1, S] with C
-// the product of all logical dimensions but the last and S ≥ the last.
-func checkSpec(kind string, s lower.IOSpec) error {
+// nonEmpty rejects a program that computes nothing: one without a compute
+// op, or one that returns an input or a const (directly or reshaped),
+// which the engine's runtime is reported to crash on.
+func (c *compiler) nonEmpty(fn *mil.Function) error {
+	if len(c.plan.steps) == 0 {
+		return unsupportedf(fn.Pos, "function main has no compute op: the engine does not run empty programs; do such work on the host")
+	}
+	from := map[int]string{}
+	for _, in := range fn.Inputs {
+		if v := c.vars[in.Name]; v != nil {
+			from[v.slot] = fmt.Sprintf("the input %q", in.Name)
+		}
+	}
+	for i, name := range fn.Outputs {
+		v := c.vars[name]
+		if v == nil {
+			continue
+		}
+		pos := fn.Pos
+		if i < len(fn.OutputPos) {
+			pos = fn.OutputPos[i]
+		}
+		if v.isConst {
+			return unsupportedf(pos, "output %q is a const: the engine does not run a program whose output no op computes; take the value on the host instead", name)
+		}
+		if src, ok := from[v.slot]; ok {
+			return unsupportedf(pos, "output %q is %s, unchanged: the engine does not run a program whose output no op computes; take the value on the host instead", name, src)
+		}
+	}
+	return nil
+}
+
+// checkSpec validates a logical tensor's place on the device: DeviceShape
+// is [1, C, 1, S] with C the product of all logical dimensions but the
+// last, S ≥ the last, and rows Channel … Channel+C−1 lie in its surface,
+// whose stride is S.
+func checkSpec(kind string, s lower.IOSpec, surfaces []lower.Surface) error {
 	d := s.DeviceShape
 	if len(d) != 4 || d[0] != 1 || d[2] != 1 || d[1] < 1 || d[3] < 1 {
 		return invalidf(mil.Pos{}, "%s %q: device shape %s is not [1, C, 1, S]", kind, s.Name, shapeString(d))
@@ -144,39 +188,71 @@ func checkSpec(kind string, s lower.IOSpec) error {
 	if rows != d[1] || s.RowLen() > d[3] {
 		return invalidf(mil.Pos{}, "%s %q: logical shape %s does not fit device shape %s", kind, s.Name, shapeString(s.Shape), shapeString(d))
 	}
+	if s.Surface < 0 || s.Surface >= len(surfaces) {
+		return invalidf(mil.Pos{}, "%s %q: surface %d, the program has %d", kind, s.Name, s.Surface, len(surfaces))
+	}
+	sf := surfaces[s.Surface]
+	if s.Channel < 0 || s.Channel+d[1] > sf.Rows() || d[3] != sf.Stride() {
+		return invalidf(mil.Pos{}, "%s %q: rows %d…%d of stride %d do not lie in surface %q of shape %s", kind, s.Name, s.Channel, s.Channel+d[1]-1, d[3], sf.Name, shapeString(sf.Shape))
+	}
+	return nil
+}
+
+// checkSurfaces validates the program's surface list against main's
+// inputs or outputs, by name and in order.
+func checkSurfaces(kind string, surfaces []lower.Surface, names []string) error {
+	if len(surfaces) != len(names) {
+		return invalidf(mil.Pos{}, "function main has %d %ss, the program lists %d %s surfaces", len(names), kind, len(surfaces), kind)
+	}
+	for i, sf := range surfaces {
+		d := sf.Shape
+		if len(d) != 4 || d[0] != 1 || d[2] != 1 || d[1] < 1 || d[3] < 1 {
+			return invalidf(mil.Pos{}, "%s surface %q: shape %s is not [1, C, 1, S]", kind, sf.Name, shapeString(d))
+		}
+		if sf.Name != names[i] {
+			return invalidf(mil.Pos{}, "%s surface %d is %q, function main's %s %d is %q", kind, i, sf.Name, kind, i, names[i])
+		}
+	}
 	return nil
 }
 
 func (c *compiler) inputs(fn *mil.Function) error {
-	if len(fn.Inputs) != len(c.prog.Inputs) {
-		return invalidf(fn.Pos, "function main takes %d inputs, the program's signature has %d", len(fn.Inputs), len(c.prog.Inputs))
+	if c.t.PackedIO && len(fn.Inputs) > 1 {
+		return unsupportedf(fn.Pos, "function main binds %d input surfaces; target %s takes one (pack the inputs along the channel axis)", len(fn.Inputs), c.t.Name)
 	}
-	byName := map[string]mil.Var{}
-	for _, in := range fn.Inputs {
-		byName[in.Name] = in
+	names := make([]string, len(fn.Inputs))
+	for i, in := range fn.Inputs {
+		names[i] = in.Name
 	}
+	if err := checkSurfaces("input", c.prog.InputSurfaces, names); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
 	for _, spec := range c.prog.Inputs {
-		if err := checkSpec("input", spec); err != nil {
+		if err := checkSpec("input", spec, c.prog.InputSurfaces); err != nil {
 			return err
 		}
-		if c.vars[spec.Name] != nil {
+		if seen[spec.Name] {
 			return invalidf(fn.Pos, "the program's signature lists input %q twice", spec.Name)
 		}
-		in, ok := byName[spec.Name]
-		if !ok {
-			return invalidf(fn.Pos, "function main has no input %q", spec.Name)
+		seen[spec.Name] = true
+	}
+	for i, in := range fn.Inputs {
+		sf := c.prog.InputSurfaces[i]
+		if c.vars[in.Name] != nil {
+			return invalidf(in.Pos, "function main declares input %q twice", in.Name)
 		}
-		want := mil.TensorType("fp16", spec.DeviceShape...)
-		if !in.Type.Tensor || in.Type.DType != "fp16" || !equalShapes(in.Type.Shape, spec.DeviceShape) {
+		want := mil.TensorType("fp16", sf.Shape...)
+		if !in.Type.Tensor || in.Type.DType != "fp16" || !equalShapes(in.Type.Shape, sf.Shape) {
 			if in.Type.DType != "fp16" {
-				return unsupportedf(in.Pos, "input %q is %s: program inputs must be fp16 (ANE_FACTS §5)", in.Name, typeString(in.Type))
+				return unsupportedf(in.Pos, "input %q is %s: program inputs must be fp16 (the engine's I/O is fp16)", in.Name, typeString(in.Type))
 			}
-			return invalidf(in.Pos, "input %q is declared %s, the program's signature says %s", in.Name, typeString(in.Type), typeString(want))
+			return invalidf(in.Pos, "input %q is declared %s, the program's surface says %s", in.Name, typeString(in.Type), typeString(want))
 		}
-		if err := c.limits(in.Pos, in.Name, spec.DeviceShape); err != nil {
+		if err := c.limits(in.Pos, in.Name, sf.Shape); err != nil {
 			return err
 		}
-		v := &value{name: in.Name, pos: in.Pos, dtype: "fp16", shape: spec.DeviceShape, data: true}
+		v := &value{name: in.Name, pos: in.Pos, dtype: "fp16", shape: sf.Shape, data: true}
 		v.slot = c.newSlot(numel(v.shape), nil)
 		c.vars[in.Name] = v
 		c.plan.inputs = append(c.plan.inputs, v.slot)
@@ -185,9 +261,6 @@ func (c *compiler) inputs(fn *mil.Function) error {
 }
 
 func (c *compiler) outputs(fn *mil.Function) error {
-	if len(fn.Outputs) != len(c.prog.Outputs) {
-		return invalidf(fn.Pos, "function main returns %d values, the program's signature has %d outputs", len(fn.Outputs), len(c.prog.Outputs))
-	}
 	pos := func(name string) mil.Pos {
 		for i, n := range fn.Outputs {
 			if n == name && i < len(fn.OutputPos) {
@@ -196,6 +269,9 @@ func (c *compiler) outputs(fn *mil.Function) error {
 		}
 		return fn.Pos
 	}
+	if c.t.PackedIO && len(fn.Outputs) > 1 {
+		return unsupportedf(fn.Pos, "function main returns %d output surfaces; target %s takes one (concatenate the outputs along the channel axis)", len(fn.Outputs), c.t.Name)
+	}
 	seen := map[string]bool{}
 	for _, n := range fn.Outputs {
 		if seen[n] {
@@ -203,27 +279,30 @@ func (c *compiler) outputs(fn *mil.Function) error {
 		}
 		seen[n] = true
 	}
+	if err := checkSurfaces("output", c.prog.OutputSurfaces, fn.Outputs); err != nil {
+		return err
+	}
 	listed := map[string]bool{}
 	for _, spec := range c.prog.Outputs {
-		if err := checkSpec("output", spec); err != nil {
+		if err := checkSpec("output", spec, c.prog.OutputSurfaces); err != nil {
 			return err
 		}
 		if listed[spec.Name] {
 			return invalidf(fn.Pos, "the program's signature lists output %q twice", spec.Name)
 		}
 		listed[spec.Name] = true
-		if !seen[spec.Name] {
-			return invalidf(fn.Pos, "function main does not return %q", spec.Name)
-		}
-		v := c.vars[spec.Name]
+	}
+	for i, name := range fn.Outputs {
+		sf := c.prog.OutputSurfaces[i]
+		v := c.vars[name]
 		if v == nil {
-			return invalidf(pos(spec.Name), "output %q is not defined", spec.Name)
+			return invalidf(pos(name), "output %q is not defined", name)
 		}
 		if !v.data {
-			return unsupportedf(pos(spec.Name), "output %q is a %s: program outputs must be fp16 tensors", spec.Name, v.describe())
+			return unsupportedf(pos(name), "output %q is a %s: program outputs must be fp16 tensors", name, v.describe())
 		}
-		if !equalShapes(v.shape, spec.DeviceShape) {
-			return invalidf(pos(spec.Name), "output %q has shape %s, the program's signature says %s", spec.Name, shapeString(v.shape), shapeString(spec.DeviceShape))
+		if !equalShapes(v.shape, sf.Shape) {
+			return invalidf(pos(name), "output %q has shape %s, the program's surface says %s", name, shapeString(v.shape), shapeString(sf.Shape))
 		}
 		c.plan.outputs = append(c.plan.outputs, v.slot)
 	}
@@ -320,9 +399,17 @@ func (c *compiler) op(op *mil.Op) error {
 	v := &value{name: out.Name, pos: op.Pos, dtype: "fp16", shape: b.shape, data: true}
 	if b.alias != nil {
 		v.slot = b.alias.slot
+		if b.alias.isConst {
+			v.isConst, v.halfs = true, b.alias.halfs
+		}
 	} else {
 		v.slot = c.newSlot(numel(b.shape), nil)
-		c.plan.steps = append(c.plan.steps, step{run: b.run, out: v.slot, ins: a.slots()})
+		cliff := b.cliff
+		if cliff == 0 {
+			cliff = maxHalf
+		}
+		c.plan.steps = append(c.plan.steps, step{run: b.run, out: v.slot, ins: a.slots(),
+			op: op.Kind, name: out.Name, pos: op.Pos, cliff: cliff})
 	}
 	return c.define(op, v)
 }
@@ -362,17 +449,26 @@ func (c *compiler) constOp(op *mil.Op) error {
 				return err
 			}
 		} else {
+			if len(lit.Type.Shape) > 0 {
+				return unsupportedf(pos, "const %q is an inline fp16 tensor literal of shape %s: no program known to run on the engine has one; put tensor constants in the weight blob (BLOBFILE)", out.Name, shapeString(lit.Type.Shape))
+			}
 			if len(lit.Floats) != n {
 				return invalidf(pos, "const %q holds %d values, its type has %d elements", out.Name, len(lit.Floats), n)
 			}
 			vals = make([]float32, n)
 			for i, f := range lit.Floats {
 				vals[i] = round64(f)
+				if f != 0 && vals[i] == 0 {
+					return unsupportedf(pos, "const %q element %d is %g, which rounds to zero in fp16: scale it into fp16's normal range (|x| ≥ 2⁻¹⁴)", out.Name, i, f)
+				}
 			}
 		}
 		for i, x := range vals {
 			if !isHalfFinite(x) {
 				return errAt(pos, shim.ErrRange, "const %q element %d is %g, not a finite fp16 value", out.Name, i, x)
+			}
+			if x != 0 && x > -minNormal && x < minNormal {
+				return unsupportedf(pos, "const %q element %d is %g, an fp16 subnormal: whether the engine flushes subnormals is unmeasured; scale it into fp16's normal range (|x| ≥ 2⁻¹⁴)", out.Name, i, x)
 			}
 		}
 		if err := c.limits(op.Pos, out.Name, v.shape); err != nil {
@@ -396,7 +492,7 @@ func (c *compiler) constOp(op *mil.Op) error {
 		}
 		v.strs = lit.Strings
 	default:
-		return unsupportedf(pos, "const %q of dtype %s is not supported: the ANE computes in fp16 (ANE_FACTS §5); parameters are int32, bool or string", out.Name, lit.Type.DType)
+		return unsupportedf(pos, "const %q of dtype %s is not supported: the ANE computes in fp16; parameters are int32, bool or string", out.Name, lit.Type.DType)
 	}
 	return c.define(op, v)
 }
@@ -453,7 +549,8 @@ type param struct {
 type built struct {
 	shape []int
 	run   kernel
-	alias *value // set instead of run when the output is its input reinterpreted
+	alias *value  // set instead of run when the output is its input reinterpreted
+	cliff float64 // the magnitude the op's outputs must stay within; 0 for fp16's range
 }
 
 type opSpec struct {
@@ -633,7 +730,7 @@ func kindOK(k argKind, v *value) bool {
 }
 
 // rejectedHints explain ops the ANE is known to reject or mishandle
-// (ANE_FACTS §2) and name the replacement.
+// (as public projects report) and name the replacement.
 var rejectedHints = map[string]string{
 	"rsqrt":          "use pow(x, -0.5)",
 	"tile":           "it corrupts the engine's state; use concat",
@@ -663,5 +760,5 @@ func sortedAxes(a *args, axes []int, rank int) ([]int, error) {
 	return out, nil
 }
 
-// defaultLayerNormEpsilon is 1e-5 rounded to fp16 (0x1.5p-17, MIL_OPS §5).
+// defaultLayerNormEpsilon is MIL's default, 1e-5, rounded to fp16 (0x1.5p-17).
 var defaultLayerNormEpsilon = round64(1e-5)

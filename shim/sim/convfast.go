@@ -55,15 +55,13 @@ func directConv(g *convGeom, x, w, bias, out []float32, split, narrow bool) {
 					}
 				}
 			}
-			if !narrow {
-				for i, v := range acc {
-					acc[i] = r16(v)
-				}
+			for i, v := range acc {
+				acc[i] = mmRound(v)
 			}
 			if bias != nil {
 				bv := bias[co]
 				for i, v := range acc {
-					acc[i] = r16(v + bv)
+					acc[i] = mmRound(v + bv)
 				}
 			}
 		}
@@ -141,7 +139,7 @@ func fastConv(g *convGeom, x, w, bias, out []float32, cw *convWeights, narrow bo
 				matvec(rows, xv, xhi, xlo, dst, 1, narrow)
 				if bias != nil {
 					for i, v := range dst {
-						dst[i] = r16(v + bias[grp*cog+i])
+						dst[i] = mmRound(v + bias[grp*cog+i])
 					}
 				}
 			}

@@ -15,7 +15,7 @@ type Numerics int
 
 const (
 	// Wide sums the fp16-rounded products in float32 and rounds the sum to
-	// fp16, as the engine does (ANE_FACTS §5).
+	// fp16, as the engine is measured to do.
 	Wide Numerics = iota
 	// Narrow also rounds every partial sum to fp16: a pessimistic model.
 	Narrow
@@ -42,6 +42,9 @@ type Device struct {
 	runMu     sync.Mutex // one program runs at a time
 	reference bool       // compile without fast paths: the generic kernels only (tests)
 	closed    atomic.Bool
+
+	headroom atomic.Bool // record each op's largest output magnitude
+	last     *executable // the last run that recorded; guarded by runMu
 }
 
 // New returns a simulator device with the given numerics and the
@@ -53,16 +56,19 @@ func New(n Numerics) *Device {
 // Info describes the device.
 func (d *Device) Info() shim.Info {
 	in := shim.Info{Name: "sim", Target: d.target, Hardware: false}
+	cliffs := "matmul/conv output above 32752 in magnitude (the sum before rounding) becomes ±Inf; " +
+		"reduce_sum/reduce_mean: fp16 running sum"
+	if d.target.WidthSliceClamp {
+		cliffs += "; slice_by_size at a nonzero last-axis offset turns |x| > 4094 into ±Inf"
+	}
 	in.Numerics = "fp16 storage (round to nearest even, overflow to ±Inf, subnormals kept); " +
 		"elementwise ops correctly rounded to fp16; transcendentals float32 then fp16; " +
-		"matmul/conv: fp16 products summed in float32, sum rounded to fp16; " +
-		"reduce_sum/reduce_mean: fp16 running sum"
+		"matmul/conv: fp16 products summed in float32, sum rounded to fp16; " + cliffs
 	if d.num == Narrow {
 		in.Name = "sim-narrow"
-		in.Numerics = "fp16 storage (round to nearest even, overflow to ±Inf, subnormals kept); " +
-			"elementwise ops correctly rounded to fp16; transcendentals float32 then fp16; " +
-			"matmul/conv: fp16 products with an fp16 running sum (narrow accumulation); " +
-			"reduce_sum/reduce_mean: fp16 running sum"
+		in.Numerics = "fp16 storage (round to nearest even, overflow to ±Inf), subnormal operands and results of every op flushed to zero; " +
+			"elementwise ops correctly rounded to fp16; sqrt, pow, exp, log, tanh, sigmoid, gelu with a deterministic relative error of up to 2^-10 before fp16 rounding; " +
+			"matmul/conv: fp16 products with an fp16 running sum (narrow accumulation); " + cliffs
 	}
 	return in
 }
@@ -80,7 +86,9 @@ func (d *Device) Compile(p *lower.Program) (shim.Executable, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &executable{dev: d, prog: p, plan: pl}, nil
+	e := &executable{dev: d, prog: p, plan: pl}
+	e.instrument()
+	return e, nil
 }
 
 // Close releases the device; its executables stop running. It is
@@ -97,6 +105,10 @@ type executable struct {
 	plan    *plan
 	closed  atomic.Bool
 	scratch [][]float32 // slot buffers reused across runs; guarded by dev.runMu
+
+	// The headroom of the last recorded run, per step; guarded by dev.runMu.
+	recording bool
+	peaks     []float64
 }
 
 func (e *executable) Program() *lower.Program { return e.prog }
@@ -134,8 +146,11 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 		e.scratch = pl.buffers()
 	}
 	b := e.scratch
+	for _, slot := range pl.inputs {
+		clear(b[slot]) // rows no tensor covers read as zero
+	}
 	for i, s := range specs {
-		if err := packRounded(s, b[pl.inputs[i]], inputs[i]); err != nil {
+		if err := packRounded(s, b[pl.inputs[s.Surface]], inputs[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -147,7 +162,7 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 	var rangeErr error
 	for i, s := range e.prog.Outputs {
 		outs[i] = make([]float32, s.Size())
-		s.Unpack(outs[i], b[pl.outputs[i]])
+		s.Unpack(outs[i], b[pl.outputs[s.Surface]])
 		if rangeErr == nil {
 			for j, v := range outs[i] {
 				if !isHalfFinite(v) {
@@ -160,10 +175,11 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 	return outs, rangeErr
 }
 
-// packRounded lays src out as s.Pack does, rounding each value to fp16 on
-// the way; a value that rounds to ±Inf or is NaN is an error naming its
-// logical index.
+// packRounded lays src out in its band of the surface dst as s.Pack does,
+// rounding each value to fp16 on the way; a value that rounds to ±Inf or
+// is NaN is an error naming its logical index.
 func packRounded(s lower.IOSpec, dst, src []float32) error {
+	dst = s.Band(dst)
 	n, stride := s.RowLen(), s.Stride()
 	for r := range s.Rows() {
 		row := dst[r*stride : (r+1)*stride]

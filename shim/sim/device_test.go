@@ -20,11 +20,19 @@ func TestRegisteredAndInfo(t *testing.T) {
 		require.Equal(t, c.name, info.Name)
 		require.False(t, info.Hardware)
 		require.Equal(t, lower.TargetSim, info.Target)
-		require.NotEmpty(t, info.Numerics)
+		for _, cliff := range []string{"32752", "4094"} {
+			require.Contains(t, info.Numerics, cliff, "the numerics state the cliffs")
+		}
 		require.Equal(t, c.name, New(c.num).Info().Name)
 		require.NoError(t, d.Close())
 	}
 	require.Contains(t, New(Narrow).Info().Numerics, "narrow")
+	require.Contains(t, New(Narrow).Info().Numerics, "flushed to zero")
+	require.Contains(t, New(Narrow).Info().Numerics, "2^-10")
+	require.Contains(t, New(Wide).Info().Numerics, "subnormals kept")
+	m5 := New(Wide)
+	m5.target = lower.TargetM5
+	require.NotContains(t, m5.Info().Numerics, "4094", "no width-slice clamp on M5")
 }
 
 func TestConcurrentRuns(t *testing.T) {

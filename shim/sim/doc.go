@@ -1,8 +1,8 @@
 // Package sim is the simulator device: it executes a lowered program from its
 // MIL text and weight blob alone, with the Apple Neural Engine's measured fp16
-// numerics (shared/docs/DESIGN.md, "The simulator's numerics model";
-// ANE_FACTS.md §5). It registers itself with package shim as "sim" (the wide
-// accumulator the hardware has) and "sim-narrow" (a pessimistic variant).
+// numerics and correctness cliffs. It registers itself with package shim as
+// "sim" (the wide accumulator the hardware has) and "sim-narrow" (a
+// pessimistic variant).
 //
 // # Strictness
 //
@@ -11,7 +11,10 @@
 // is one the ANE should accept too:
 //
 //   - exactly one function, main, with the target's opset; its inputs and
-//     outputs match the program's IOSpecs by name, each tensor<fp16, [1, C, 1, S]>;
+//     outputs are the program's surfaces, each tensor<fp16, [1, C, 1, S]>,
+//     and every logical input and output is a band of rows of one of them;
+//     on a target with PackedIO (the simulator's) main binds exactly one
+//     input and one output surface;
 //   - every op is one of the supported set below and every keyword argument is
 //     known for that op, required ones present, of the right kind: fp16 tensors
 //     for data, named consts (int32, bool, string or fp16) for parameters;
@@ -22,7 +25,19 @@
 //     MaxKernel, contraction ≤ MaxSpatial);
 //   - weights are BLOBFILE(path = "@model_path/weights/weight.bin", offset)
 //     where offset names an fp16 metadata record of the right byte size;
-//     constants must be finite fp16;
+//     every fp16 tensor constant (rank ≥ 1) comes from the blob: inline
+//     tensor literals are refused, as no public program that runs on the
+//     engine has one (scalar fp16 constants and int32, bool and string
+//     parameters stay inline);
+//   - constants are finite fp16 values, none subnormal (inline or in the
+//     blob: whether the engine flushes subnormals is unmeasured) and no
+//     nonzero literal that rounds to zero;
+//   - concat takes at most two inputs (wider concats are reported
+//     rejected); mul by a constant zero, scalar or all-zero tensor, is
+//     refused (mul(reduce_output, 0) is reported to fail to compile);
+//   - the program computes something: it has a compute op, and no output
+//     is an input or a const, unchanged or only reshaped (the engine's
+//     runtime is reported to crash on empty programs);
 //   - rsqrt is rejected (the ANE rejects it; use pow(x, -0.5)), and so are
 //     rank-1 matmul operands, pad modes other than "constant", fp32 constants
 //     and every op outside the supported set.
@@ -70,15 +85,56 @@
 //   - reshape, transpose, concat, slice_by_size and pad move fp16 values
 //     without changing them.
 //
-// Wide is the model DESIGN.md states for the hardware; Narrow is a
-// pessimistic variant for accuracy claims that must hold either way.
+// Wide is the model of the hardware; Narrow is a pessimistic variant for
+// accuracy claims that must hold either way.
+//
+// # Cliffs
+//
+// Both variants reproduce the engine's failures below fp16's range:
+//
+//   - matmul and conv: when the accumulated sum s (the float32 sum under
+//     Wide, the fp16 running sum under Narrow) exceeds 32752 = 65504/2 in
+//     magnitude, the output is ±Inf with s's sign; otherwise it is s rounded
+//     to fp16. 32752 is itself an fp16 value, the largest below 2¹⁵, so an
+//     output is never finite above it. Only the output counts, not the
+//     partial sums (they overflow at fp16's range, as ever). A conv bias is
+//     added to the rounded output as an fp16 add, and the same rule applies
+//     to that sum. Under Narrow, whose sum is an fp16 value, the rule reads
+//     |s| ≥ 32768: the variants share the cliff, Narrow only loses more
+//     precision on the way.
+//   - slice_by_size on a target with lower.Target.WidthSliceClamp (the
+//     simulator's, and M1–M4; not M5): a slice whose begin on the last axis
+//     is nonzero turns every |x| > 4094 into ±Inf. Slices at channel
+//     offsets, as the packed I/O of every lowered program uses, are exact.
+//
+// Narrow, as a pessimistic model of the engine, also
+//
+//   - flushes subnormals to zero (keeping the sign) in every op's operands
+//     and results: the input surfaces before the first op, every op's
+//     output after it (products inside a matmul or conv are not flushed);
+//   - gives sqrt, pow, exp, log, tanh, sigmoid and gelu (the engine's are
+//     table-based, not correctly rounded) a relative error of up to 2⁻¹⁰:
+//     the float64 result f times 1 + δ, then rounded to float32 and fp16,
+//     where δ is a multiple of 2⁻²⁰ in [−2⁻¹⁰, 2⁻¹⁰] given by a 32-bit
+//     integer hash of the op and its operands' fp16 bit patterns. δ is
+//     deterministic: a run is reproducible on every machine, and
+//     |out − f| ≤ 2⁻¹⁰·|f| + (2⁻¹¹ + 2⁻²⁴)(1 + 2⁻¹⁰)·|f| in the normal range.
+//
+// # Headroom
+//
+// A test can ask how close a run came to the cliffs. Device.RecordHeadroom
+// turns recording on; Device.Headroom then returns, for the last run that
+// recorded, each computing op's largest |output| and its cliff (32752 for
+// matmul and conv, 4094 for a clamped width-offset slice, 65504 for the
+// rest), so that a test asserts a margin such as Ratio() ≤ 0.5. Backend
+// finds the simulator behind the *shim.Cache that shim.Open returns.
 //
 // # Running
 //
 // Executable.Run rounds each input to fp16 and rejects a value that rounds
 // to ±Inf or is NaN (shim.ErrRange, naming the input and index); it packs the
-// logical inputs into the [1, C, 1, S] device layout, executes the plan and
-// unpacks the outputs. An output holding ±Inf or NaN is returned together
+// logical inputs into their bands of the [1, C, 1, S] input surface,
+// executes the plan and unpacks the outputs from the output surface. An output holding ±Inf or NaN is returned together
 // with an error wrapping shim.ErrRange that names the output and index: fp16
 // overflow is detected, never silent. Runs on one device are serialized, as
 // on the engine; Compile and Run are safe for concurrent use. matmul and conv

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 )
 
 type ewKind uint8
@@ -14,6 +15,7 @@ const (
 	ewPow
 	ewMax
 	ewMin
+	ewPowLUT // pow under Narrow: with the table error of lutError
 )
 
 func binarySpec(k ewKind) opSpec {
@@ -21,6 +23,13 @@ func binarySpec(k ewKind) opSpec {
 		params: []param{{"x", kData, true}, {"y", kData, true}},
 		build: func(c *compiler, a *args) (built, error) {
 			x, y := a.data("x"), a.data("y")
+			if k == ewMul {
+				for _, v := range []*value{x, y} {
+					if v.isConst && !slices.ContainsFunc(v.halfs, func(h float32) bool { return h != 0 }) {
+						return built{}, unsupportedf(a.op.Pos, "mul: %q is a constant zero: multiplying by zero is reported to fail to compile on the engine (mul(reduce_output, 0)); drop the term instead", v.name)
+					}
+				}
+			}
 			shape, ok := broadcastShapes(x.shape, y.shape)
 			if !ok {
 				return built{}, a.errorf("shapes %s and %s do not broadcast", shapeString(x.shape), shapeString(y.shape))
@@ -31,20 +40,27 @@ func binarySpec(k ewKind) opSpec {
 			// single element; otherwise one row per index of all but the
 			// last dimension.
 			xFull, yFull := numel(x.shape) == n, numel(y.shape) == n
+			kind := func(narrow bool) ewKind {
+				if narrow && k == ewPow {
+					return ewPowLUT
+				}
+				return k
+			}
 			if (xFull || numel(x.shape) == 1) && (yFull || numel(y.shape) == 1) {
 				xl, yl := b2i(xFull), b2i(yFull)
-				return built{shape: shape, run: func(b [][]float32, out []float32, _ bool) {
-					binaryRow(k, out, b[xs], xl, b[ys], yl)
+				return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
+					binaryRow(kind(narrow), out, b[xs], xl, b[ys], yl)
 				}}, nil
 			}
 			xst, yst := broadcastStrides(x.shape, shape), broadcastStrides(y.shape, shape)
 			last := shape[len(shape)-1]
 			xl, yl := xst[len(shape)-1], yst[len(shape)-1]
 			xr, yr := rowOffsets(shape, xst), rowOffsets(shape, yst)
-			return built{shape: shape, run: func(b [][]float32, out []float32, _ bool) {
+			return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
 				X, Y := b[xs], b[ys]
+				kn := kind(narrow)
 				for r := range xr {
-					binaryRow(k, out[r*last:(r+1)*last], X[xr[r]:], xl, Y[yr[r]:], yl)
+					binaryRow(kn, out[r*last:(r+1)*last], X[xr[r]:], xl, Y[yr[r]:], yl)
 				}
 			}}, nil
 		},
@@ -100,6 +116,12 @@ func binaryRow(k ewKind, out, x []float32, xs int, y []float32, ys int) {
 	case ewPow:
 		for i := range out {
 			out[i] = r16(float32(math.Pow(float64(x[i*xs]), float64(y[i*ys]))))
+		}
+	case ewPowLUT:
+		for i := range out {
+			a, b := x[i*xs], y[i*ys]
+			e := lutError(uint32(ewPowLUT)<<28 ^ math.Float32bits(a)>>13<<16 ^ math.Float32bits(b)>>13)
+			out[i] = r16(f32(math.Pow(float64(a), float64(b)) * (1 + e)))
 		}
 	case ewMax:
 		for i := range out {
@@ -309,8 +331,8 @@ func buildUnary(k unaryKind) func(c *compiler, a *args) (built, error) {
 		if k == uGelu && mode != geluExact && mode != geluTanh && mode != geluSigmoid {
 			return built{}, a.errorf("mode %q is not one of %s, %s, %s", mode, geluExact, geluTanh, geluSigmoid)
 		}
-		return built{shape: x.shape, run: func(b [][]float32, out []float32, _ bool) {
-			unaryRow(k, out, b[xs], eps, mode)
+		return built{shape: x.shape, run: func(b [][]float32, out []float32, narrow bool) {
+			unaryRow(k, out, b[xs], eps, mode, narrow)
 		}}, nil
 	}
 }
@@ -318,8 +340,17 @@ func buildUnary(k unaryKind) func(c *compiler, a *args) (built, error) {
 // f32 rounds a float64 to float32: a transcendental's float32 result.
 func f32(x float64) float32 { return float32(x) }
 
-func unaryRow(k unaryKind, out, x []float32, eps float64, mode string) {
+// unaryRow computes out[i] = f(x[i]). With lut (the Narrow model) sqrt,
+// exp, log, tanh, sigmoid and gelu carry the table error of lutError: the
+// float64 result times 1 + lutError(key), then float32, then fp16.
+func unaryRow(k unaryKind, out, x []float32, eps float64, mode string, lut bool) {
 	x = x[:len(out)]
+	if lut && k != uAbs && k != uSquare && k != uRelu {
+		for i, v := range x {
+			out[i] = r16(f32(unaryExact(k, float64(v), eps, mode) * (1 + lutError(uint32(k)<<28^math.Float32bits(v)>>13))))
+		}
+		return
+	}
 	switch k {
 	case uAbs:
 		for i, v := range x {
@@ -364,6 +395,44 @@ func unaryRow(k unaryKind, out, x []float32, eps float64, mode string) {
 			out[i] = r16(f32(gelu(float64(v), mode)))
 		}
 	}
+}
+
+// unaryExact is the float64 value of the transcendental k at x.
+func unaryExact(k unaryKind, x, eps float64, mode string) float64 {
+	switch k {
+	case uSqrt:
+		return math.Sqrt(x)
+	case uExp:
+		return math.Exp(x)
+	case uLog:
+		return math.Log(x + eps)
+	case uTanh:
+		return math.Tanh(x)
+	case uSigmoid:
+		return 1 / (1 + math.Exp(-x))
+	case uGelu:
+		return gelu(x, mode)
+	}
+	panic("sim: unaryExact of a kind that is not a transcendental")
+}
+
+// lutErrorMax bounds the table error of the Narrow model: 2⁻¹⁰ relative.
+const lutErrorMax = 0x1p-10
+
+// lutError is the Narrow model's relative error of a table-based
+// transcendental, a deterministic function of key (the op and the fp16
+// bits of its operands): a multiple of 2⁻²⁰ in [−2⁻¹⁰, 2⁻¹⁰], spread by a
+// 32-bit integer hash (multiply–xorshift rounds) so that neighbouring
+// operands get unrelated errors. The same program on the same inputs gives
+// the same outputs on every run and machine.
+func lutError(key uint32) float64 {
+	h := key * 0x9e3779b1
+	h ^= h >> 15
+	h *= 0x85ebca77
+	h ^= h >> 13
+	h *= 0xc2b2ae3d
+	h ^= h >> 16
+	return float64(int(h%2049)-1024) * 0x1p-20
 }
 
 func gelu(x float64, mode string) float64 {

@@ -10,21 +10,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The measured hardware facts of ANE_FACTS §5, as the simulator reproduces
+// The measured hardware facts of the numerics model, as the simulator reproduces
 // them.
 
-// dotProgram is x [1, n] · y [n, 1] → z [1, 1], with y laid out as n rows
-// of one element (sliced out of their padded rows and reshaped in the MIL).
+// dotProgram is x [1, n] · y [n, 1] → z [1, 1], with y given as its
+// transpose [1, n] (transpose_y), so that both are one row of the packed
+// input surface.
 func dotProgram(n int) []port {
-	return []port{in("x", 1, n), in("y", n, 1)}
+	return []port{in("x", 1, n), in("y", 1, n)}
 }
 
 func dotBody(n int) string {
-	return stmt("z", []int{1, 1}, "matmul", "x = x", "y = y")
+	return cBool("ty", true) + stmt("z", []int{1, 1}, "matmul", "transpose_y = ty", "x = x", "y = y")
 }
 
 func TestFactDotOf16384OnesIsExact(t *testing.T) {
-	// A wide (float32) accumulator sums 16384 ones exactly (ANE_FACTS §5).
+	// A wide (float32) accumulator sums 16384 ones exactly (as measured).
 	const n = 16384
 	p := program(dotProgram(n), dotBody(n), []port{in("z", 1, 1)})
 	for _, num := range []Numerics{Wide} {
@@ -38,7 +39,7 @@ func TestFactDotOf16384OnesIsExact(t *testing.T) {
 }
 
 func TestFactReduceSumIsNarrow(t *testing.T) {
-	// reduce_sum accumulates in fp16: 4096 ones stall at 2048 (ANE_FACTS §5),
+	// reduce_sum accumulates in fp16: 4096 ones stall at 2048 (as measured),
 	// under both models.
 	const n = 4096
 	body := cInts("ax", -1) + cBool("kd", true) + stmt("z", []int{1, 1}, "reduce_sum", "axes = ax", "keep_dims = kd", "x = x")

@@ -173,6 +173,14 @@ func constWeight(shape []int, d dataKind, seed uint64, eye bool) []float32 {
 	default:
 		w = mixed(n, seed, false)
 	}
+	// A const may not be subnormal (the engine's handling of subnormals is
+	// unmeasured): the smallest weights become ±2⁻¹⁴, whose products with
+	// small operands are still subnormal.
+	for i, v := range w {
+		if v != 0 && math.Abs(float64(v)) < fp16.MinNormal {
+			w[i] = float32(math.Copysign(fp16.MinNormal, float64(v)))
+		}
+	}
 	if eye {
 		rows, cols := shape[0], n/shape[0]
 		h := cols / 2
@@ -299,7 +307,7 @@ func TestSmallMatmulMatchesReference(t *testing.T) {
 		{[]int{7, 21}, []int{3, 21}, false, true},     // n ≤ 4 < m: strided outputs
 		{[]int{3, 2, 50}, []int{50, 1}, false, false}, // broadcast batch
 		{[]int{2, 1, 4, 30}, []int{3, 30, 2}, false, false},
-		{[]int{6, 5000}, []int{5000, 3}, false, false}, // parallel row groups
+		{[]int{6, 5000}, []int{3, 5000}, false, true}, // parallel row groups
 	}
 	for ci, c := range cases {
 		for _, d := range allKinds {

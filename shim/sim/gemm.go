@@ -158,7 +158,7 @@ func dotExact(a, b []float32, narrow bool) float32 {
 			s += p
 		}
 	}
-	return r16(s)
+	return mmRound(s)
 }
 
 // roundProduct rounds a product of two fp16 values whose magnitude is below
@@ -290,7 +290,7 @@ func dot1(a, b []float32, narrow bool) float32 {
 		}
 		s = split(v)
 	}
-	return r16(s)
+	return mmRound(s)
 }
 
 // flagged lists, into buf, the positions where one of the masks has a bit
@@ -335,8 +335,9 @@ func dotBlock(m, n, k int, a, b operand, c []float32, ldc int, narrow bool, scra
 					s00, s01, s10, s11, ok = narrow2x2(a0, a1, b0, b1, flags, check)
 				} else {
 					s00, s01, s10, s11 = wide2x2(a0, a1, b0, b1, flags)
-					s00, s01, s10, s11, ok = r16(s00), r16(s01), r16(s10), r16(s11), true
+					ok = true
 				}
+				s00, s01, s10, s11 = mmRound(s00), mmRound(s01), mmRound(s10), mmRound(s11)
 			}
 			if !ok {
 				s00, s01, s10, s11 = dot1(a0, b0, narrow), dot1(a0, b1, narrow), dot1(a1, b0, narrow), dot1(a1, b1, narrow)

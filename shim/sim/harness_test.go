@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,27 +100,59 @@ func stmt(out string, shape []int, op string, args ...string) string {
 	return fmt.Sprintf("        %s %s = %s(%s)[name = string(%q)];\n", ft(shape), out, op, strings.Join(args, ", "), out)
 }
 
-// program wraps body in a main function whose device inputs and outputs are
-// named <name>_in and <name>_out. Each input is unpacked (slice off the row
-// padding, reshape) into a variable named after the port, and each output
-// variable named after its port is packed back, as the lowering does.
+// program wraps body in a main function with one input surface, "input",
+// and one output surface, "output", as the lowering for a PackedIO target
+// emits them: the logical inputs (IOSpecs named <name>_in) are bands of
+// rows of the input surface, sliced apart at channel offsets and reshaped
+// into variables named after the ports; the output variables named after
+// the ports are reshaped to rows, padded to the surface's stride and
+// concatenated two at a time along the channel axis (IOSpecs <name>_out).
+// Every inline fp16 tensor literal of the text becomes a weight in the
+// blob; programInline keeps them inline.
 func program(ins []port, body string, outs []port) *lower.Program {
+	p := programInline(ins, body, outs)
+	p.MIL, p.Blob = blobify(p.MIL)
+	return p
+}
+
+// ioSpecs lays ports out as bands of one surface of the given name: the
+// surface's stride is the longest padded row.
+func ioSpecs(ports []port, suffix string) ([]lower.IOSpec, lower.Surface) {
+	stride := 0
+	for _, x := range ports {
+		stride = max(stride, deviceShape(x.shape)[3])
+	}
+	var specs []lower.IOSpec
+	rows := 0
+	for _, x := range ports {
+		s := ioSpec(x.name+suffix, x.shape)
+		s.DeviceShape[3] = stride
+		s.Channel = rows
+		rows += s.Rows()
+		specs = append(specs, s)
+	}
+	name := "input"
+	if suffix == "_out" {
+		name = "output"
+	}
+	return specs, lower.Surface{Name: name, Shape: []int{1, rows, 1, stride}}
+}
+
+func programInline(ins []port, body string, outs []port) *lower.Program {
 	var sb strings.Builder
 	sb.WriteString("program(1.3)\n[buildInfo = dict<string, string>({{\"coremlc-version\", \"3505.4.1\"}})]\n{\n")
-	var decl []string
 	p := &lower.Program{Target: "sim"}
-	for _, x := range ins {
-		s := ioSpec(x.name+"_in", x.shape)
-		p.Inputs = append(p.Inputs, s)
-		decl = append(decl, ft(s.DeviceShape)+" "+s.Name)
-	}
-	fmt.Fprintf(&sb, "    func main<ios18>(%s) {\n", strings.Join(decl, ", "))
-	for _, x := range ins {
-		s := ioSpec(x.name+"_in", x.shape)
-		v := s.Name
+	var isf, osf lower.Surface
+	p.Inputs, isf = ioSpecs(ins, "_in")
+	p.Outputs, osf = ioSpecs(outs, "_out")
+	p.InputSurfaces, p.OutputSurfaces = []lower.Surface{isf}, []lower.Surface{osf}
+	fmt.Fprintf(&sb, "    func main<ios18>(%s %s) {\n", ft(isf.Shape), isf.Name)
+	for i, x := range ins {
+		s := p.Inputs[i]
+		v := isf.Name
 		rows := []int{1, s.Rows(), 1, s.RowLen()}
-		if s.Stride() != s.RowLen() {
-			sb.WriteString(cInts(x.name+"_b", 0, 0, 0, 0))
+		if !equalShapes(rows, isf.Shape) {
+			sb.WriteString(cInts(x.name+"_b", 0, s.Channel, 0, 0))
 			sb.WriteString(cInts(x.name+"_s", rows...))
 			sb.WriteString(stmt(x.name+"_rows", rows, "slice_by_size", "begin = "+x.name+"_b", "size = "+x.name+"_s", "x = "+v))
 			v = x.name + "_rows"
@@ -127,25 +161,69 @@ func program(ins []port, body string, outs []port) *lower.Program {
 		sb.WriteString(stmt(x.name, x.shape, "reshape", "shape = "+x.name+"_shape", "x = "+v))
 	}
 	sb.WriteString(body)
-	var names []string
-	for _, x := range outs {
-		s := ioSpec(x.name+"_out", x.shape)
-		p.Outputs = append(p.Outputs, s)
-		names = append(names, s.Name)
+	if len(outs) > 1 {
+		sb.WriteString(cInt("out_ax", 1) + cBool("out_il", false))
+	}
+	acc, accRows := "", 0
+	for i, x := range outs {
+		s := p.Outputs[i]
 		rows := []int{1, s.Rows(), 1, s.RowLen()}
+		band := x.name + "_oband"
+		if len(outs) == 1 {
+			band = osf.Name
+		}
 		if s.Stride() == s.RowLen() {
 			sb.WriteString(cInts(x.name+"_oshape", rows...))
-			sb.WriteString(stmt(s.Name, rows, "reshape", "shape = "+x.name+"_oshape", "x = "+x.name))
+			sb.WriteString(stmt(band, rows, "reshape", "shape = "+x.name+"_oshape", "x = "+x.name))
+		} else {
+			sb.WriteString(cInts(x.name+"_oshape", rows...))
+			sb.WriteString(stmt(x.name+"_orows", rows, "reshape", "shape = "+x.name+"_oshape", "x = "+x.name))
+			sb.WriteString(cInts(x.name+"_opad", 0, 0, 0, 0, 0, 0, 0, s.Stride()-s.RowLen()))
+			sb.WriteString(stmt(band, s.DeviceShape, "pad", "pad = "+x.name+"_opad", "x = "+x.name+"_orows"))
+		}
+		if i == 0 {
+			acc, accRows = band, s.Rows()
 			continue
 		}
-		sb.WriteString(cInts(x.name+"_oshape", rows...))
-		sb.WriteString(stmt(x.name+"_orows", rows, "reshape", "shape = "+x.name+"_oshape", "x = "+x.name))
-		sb.WriteString(cInts(x.name+"_opad", 0, 0, 0, 0, 0, 0, 0, s.Stride()-s.RowLen()))
-		sb.WriteString(stmt(s.Name, s.DeviceShape, "pad", "pad = "+x.name+"_opad", "x = "+x.name+"_orows"))
+		accRows += s.Rows()
+		name := fmt.Sprintf("out_cat%d", i)
+		if i == len(outs)-1 {
+			name = osf.Name
+		}
+		sb.WriteString(stmt(name, []int{1, accRows, 1, osf.Stride()}, "concat", "axis = out_ax", "interleave = out_il", "values = ("+acc+", "+band+")"))
+		acc = name
 	}
-	fmt.Fprintf(&sb, "    } -> (%s);\n}\n", strings.Join(names, ", "))
+	fmt.Fprintf(&sb, "    } -> (%s);\n}\n", osf.Name)
 	p.MIL = []byte(sb.String())
 	return p
+}
+
+// inlineHalfs matches an inline fp16 tensor literal: its type and values.
+var inlineHalfs = regexp.MustCompile(`val = (tensor<fp16, \[[0-9, ]+\]>)\(\[([^\]]*)\]\)`)
+
+// blobify moves every inline fp16 tensor literal of src into a weight blob
+// and returns the new text and the blob (nil if there was none).
+func blobify(src []byte) ([]byte, []byte) {
+	w := mil.NewBlobWriter()
+	n := 0
+	out := inlineHalfs.ReplaceAllFunc(src, func(m []byte) []byte {
+		sub := inlineHalfs.FindSubmatch(m)
+		var vals []float64
+		for _, f := range strings.Split(string(sub[2]), ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				panic(fmt.Sprintf("blobify: %q: %v", f, err))
+			}
+			vals = append(vals, v)
+		}
+		n++
+		off := w.Add(mil.BlobFP16, mil.FP16Data(vals))
+		return []byte(fmt.Sprintf("val = %s(BLOBFILE(path = string(%q), offset = uint64(%d)))", sub[1], lower.WeightPath, off))
+	})
+	if n == 0 {
+		return src, nil
+	}
+	return out, w.Bytes()
 }
 
 // posOf returns the line:col of the statement holding marker: the first

@@ -166,7 +166,7 @@ func TestElementwiseCorrectlyRounded(t *testing.T) {
 		all[h] = fp16.Bits(h).Float32()
 	}
 	out = make([]float32, len(all))
-	unaryRow(uSqrt, out, all, 0, "")
+	unaryRow(uSqrt, out, all, 0, "", false)
 	for i, v := range all {
 		require.Equal(t, float32(fp16.Round64(math.Sqrt(float64(v)))), out[i], "sqrt(%g)", v)
 	}

@@ -86,6 +86,9 @@ func buildTranspose(c *compiler, a *args) (built, error) {
 
 func buildConcat(c *compiler, a *args) (built, error) {
 	vals := a.tuples["values"]
+	if len(vals) > 2 {
+		return built{}, unsupportedf(a.op.Pos, "concat of %d inputs: the engine's concat is reported to take exactly two; nest binary concats", len(vals))
+	}
 	first := vals[0]
 	rank := len(first.shape)
 	if rank == 0 {
@@ -172,6 +175,19 @@ func buildSlice(c *compiler, a *args) (built, error) {
 	rows := rowOffsets(shape, xst)
 	last := shape[rank-1]
 	xs := x.slot
+	if c.t.WidthSliceClamp && begin[rank-1] != 0 {
+		// The width-slice clamp: a slice at a nonzero last-axis offset
+		// turns |x| > sliceCliff into ±Inf.
+		return built{shape: shape, cliff: sliceCliff, run: func(b [][]float32, out []float32, _ bool) {
+			X := b[xs]
+			for r, off := range rows {
+				row := out[r*last : (r+1)*last]
+				for i, v := range X[base+off : base+off+last] {
+					row[i] = clampSlice(v)
+				}
+			}
+		}}, nil
+	}
 	return built{shape: shape, run: func(b [][]float32, out []float32, _ bool) {
 		X := b[xs]
 		for r, off := range rows {

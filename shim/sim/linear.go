@@ -7,7 +7,7 @@ import (
 func buildMatmul(c *compiler, a *args) (built, error) {
 	x, y := a.data("x"), a.data("y")
 	if len(x.shape) < 2 || len(y.shape) < 2 {
-		return built{}, unsupportedf(a.op.Pos, "matmul: operands of rank %d and %d: rank-1 (and rank-0) operands fail on the runtime (MIL_OPS §7); reshape to [1, K] or [K, 1]", len(x.shape), len(y.shape))
+		return built{}, unsupportedf(a.op.Pos, "matmul: operands of rank %d and %d: rank-1 (and rank-0) operands fail on the runtime; reshape to [1, K] or [K, 1]", len(x.shape), len(y.shape))
 	}
 	tx, ty := a.bool("transpose_x", false), a.bool("transpose_y", false)
 	rx, ry := len(x.shape), len(y.shape)
@@ -40,9 +40,9 @@ func buildMatmul(c *compiler, a *args) (built, error) {
 	xoffs, yoffs := offsetsOver(batch, xst), offsetsOver(batch, yst)
 	xs, ys := x.slot, y.slot
 	if !c.reference && (m <= mvGroup || n <= mvGroup) {
-		return built{shape: shape, run: smallMatmul(m, n, k, tx, ty, xs, ys, xoffs, yoffs)}, nil
+		return built{shape: shape, cliff: matmulCliff, run: smallMatmul(m, n, k, tx, ty, xs, ys, xoffs, yoffs)}, nil
 	}
-	return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
+	return built{shape: shape, cliff: matmulCliff, run: func(b [][]float32, out []float32, narrow bool) {
 		X, Y := b[xs], b[ys]
 		// A is m×k and B is n×k, row-major: transpose an operand when its
 		// layout differs; broadcast batches share one packing.
@@ -206,7 +206,7 @@ func buildConv(c *compiler, a *args) (built, error) {
 		return built{}, err
 	}
 	if (g.dh > 1 || g.dw > 1) && !w.isConst {
-		return built{}, unsupportedf(a.op.Pos, "conv: dilations %d×%d need a const weight (MIL_OPS §9)", g.dh, g.dw)
+		return built{}, unsupportedf(a.op.Pos, "conv: dilations %d×%d need a const weight", g.dh, g.dw)
 	}
 	ekh, ekw := (g.kh-1)*g.dh+1, (g.kw-1)*g.dw+1
 	var pb, pr int
@@ -222,7 +222,7 @@ func buildConv(c *compiler, a *args) (built, error) {
 		}
 		g.pt, pb, g.pl, pr = p[0], p[1], p[2], p[3]
 	case "same":
-		// Total padding as MIL_OPS §9 states; the odd element goes at the end.
+		// Total padding as MIL's conv defines it; the odd element goes at the end.
 		same := func(in, s, ek int) (int, int) {
 			t := max(0, s*((in+s-1)/s)-in+ek-s)
 			return t / 2, t - t/2
@@ -266,7 +266,7 @@ func buildConv(c *compiler, a *args) (built, error) {
 		}
 	}
 	reference := c.reference
-	return built{shape: shape, run: func(b [][]float32, out []float32, narrow bool) {
+	return built{shape: shape, cliff: matmulCliff, run: func(b [][]float32, out []float32, narrow bool) {
 		var bv []float32
 		if bs >= 0 {
 			bv = b[bs]
@@ -317,7 +317,7 @@ func runConv(g *convGeom, x, w, bias, out []float32, narrow bool) {
 				row := dst[co*npos : co*npos+np]
 				bv := bias[c0+co]
 				for i, v := range row {
-					row[i] = r16(v + bv)
+					row[i] = mmRound(v + bv)
 				}
 			}
 		}

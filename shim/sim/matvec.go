@@ -295,7 +295,7 @@ func mvGroupRows(w *mvRows, g int, x []float32, xhi, xlo float64, xg []grid, out
 				a, b := spans[t], spans[t+1]
 				s += blas.Sdot(int(b-a), r[a:b], 1, x[a:b], 1)
 			}
-			out[i*os] = r16(s)
+			out[i*os] = mmRound(s)
 		}
 		return
 	}
@@ -323,9 +323,7 @@ func mvGroupRows(w *mvRows, g int, x []float32, xhi, xlo float64, xg []grid, out
 			s0, s1, s2, s3 = mv4Round(v0, v1, v2, v3, xs, s0, s1, s2, s3)
 		}
 	}
-	if !narrow {
-		s0, s1, s2, s3 = r16(s0), r16(s1), r16(s2), r16(s3)
-	}
+	s0, s1, s2, s3 = mmRound(s0), mmRound(s1), mmRound(s2), mmRound(s3)
 	out[i0*os], out[(i0+1)*os], out[(i0+2)*os], out[(i0+3)*os] = s0, s1, s2, s3
 }
 
@@ -345,8 +343,8 @@ func mvGroupChecked(w *mvRows, i0, rows int, x []float32, out []float32, os int,
 			s0, s1, s2, s3, mx = mv4NarrowChecked(w0, w1, w2, w3, x)
 		} else {
 			s0, s1, s2, s3, mx = mv4RoundChecked(w0, w1, w2, w3, x)
-			s0, s1, s2, s3 = r16(s0), r16(s1), r16(s2), r16(s3)
 		}
+		s0, s1, s2, s3 = mmRound(s0), mmRound(s1), mmRound(s2), mmRound(s3)
 		if mx < checkedExp {
 			out[i0*os], out[(i0+1)*os], out[(i0+2)*os], out[(i0+3)*os] = s0, s1, s2, s3
 			return
@@ -360,7 +358,7 @@ func mvGroupChecked(w *mvRows, i0, rows int, x []float32, out []float32, os int,
 	for ; i+1 < i0+rows && !narrow; i += 2 {
 		s0, s1, mx := mv2RoundChecked(row(i), row(i+1), x)
 		if mx < checkedExp {
-			out[i*os], out[(i+1)*os] = r16(s0), r16(s1)
+			out[i*os], out[(i+1)*os] = mmRound(s0), mmRound(s1)
 		} else {
 			out[i*os], out[(i+1)*os] = dotExact(row(i), x, false), dotExact(row(i+1), x, false)
 		}
@@ -372,8 +370,8 @@ func mvGroupChecked(w *mvRows, i0, rows int, x []float32, out []float32, os int,
 			s, mx = mv1NarrowChecked(row(i), x)
 		} else {
 			s, mx = mv1RoundChecked(row(i), x)
-			s = r16(s)
 		}
+		s = mmRound(s)
 		if mx >= checkedExp {
 			s = dotExact(row(i), x, narrow)
 		}
@@ -396,10 +394,7 @@ func dotRow(w, x []float32, spans []int32, split, narrow bool) float32 {
 			s = mv1Round(w[a:b], x[a:b], s)
 		}
 	}
-	if narrow {
-		return s
-	}
-	return r16(s)
+	return mmRound(s)
 }
 
 // The kernels continue float32 running sums (fp16 ones under Narrow) over
@@ -623,7 +618,7 @@ func dot2x2Checked(a0, a1, b0, b1 []float32, c *[4]float32) {
 		s11 += float32(p11+c11) - c11
 	}
 	if mx < checkedExp {
-		*c = [4]float32{r16(s00), r16(s01), r16(s10), r16(s11)}
+		*c = [4]float32{mmRound(s00), mmRound(s01), mmRound(s10), mmRound(s11)}
 		return
 	}
 	*c = [4]float32{dotExact(a0, b0, false), dotExact(a0, b1, false), dotExact(a1, b0, false), dotExact(a1, b1, false)}

@@ -5,7 +5,7 @@ import (
 )
 
 // opSpecs lists every supported op with its keyword parameters (names as in
-// MIL_OPS.md) and how to build its kernel.
+// MIL's op definitions) and how to build its kernel.
 var opSpecs map[string]opSpec
 
 func init() {

@@ -61,3 +61,42 @@ func isHalfFinite(x float32) bool { return x >= -maxHalf && x <= maxHalf }
 
 // round64 rounds a float64 to the nearest fp16, as a float32.
 func round64(x float64) float32 { return float32(fp16.Round64(x)) }
+
+// The engine's correctness cliffs below fp16's range (the package doc,
+// "Cliffs").
+const (
+	// matmulCliff: a matmul or conv whose accumulated sum exceeds it in
+	// magnitude returns ±Inf. It is fp16's largest value halved, itself an
+	// fp16 value (the largest below 2¹⁵).
+	matmulCliff = 32752
+	// sliceCliff: a slice at a nonzero last-axis offset turns inputs above
+	// it in magnitude into ±Inf, on targets with lower.Target.WidthSliceClamp.
+	sliceCliff = 4094
+
+	matmulCliffBits = 0x46ffe000 // the float32 bits of matmulCliff
+	sliceCliffBits  = 0x457fe000 // the float32 bits of sliceCliff
+	infBits         = 0x7f800000
+)
+
+// mmRound is the last step of every matmul and conv output: s is the
+// accumulated sum (float32 under Wide, an fp16 value under Narrow). When
+// |s| > matmulCliff the result is ±Inf with s's sign, otherwise s rounded
+// to fp16; a NaN stays NaN. Under Narrow s is an fp16 value and the rule
+// reads |s| ≥ 32768.
+func mmRound(s float32) float32 {
+	b := math.Float32bits(s)
+	if a := b & 0x7fffffff; a > matmulCliffBits && a <= infBits {
+		return math.Float32frombits(b&(1<<31) | infBits)
+	}
+	return r16(s)
+}
+
+// clampSlice is the width-slice clamp: ±Inf for |x| > sliceCliff, x
+// otherwise (NaN included).
+func clampSlice(x float32) float32 {
+	b := math.Float32bits(x)
+	if a := b & 0x7fffffff; a > sliceCliffBits && a < infBits {
+		return math.Float32frombits(b&(1<<31) | infBits)
+	}
+	return x
+}

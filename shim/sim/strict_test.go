@@ -61,10 +61,9 @@ func TestCompileRejects(t *testing.T) {
 			shim.ErrUnsupported, "rank-1", "matmul("},
 		{"contraction mismatch", two, stmt("z", []int{2, 2}, "matmul", "x = x", "y = y"), []port{in("z", 2, 2)},
 			ErrInvalid, "contraction dimensions differ", "matmul("},
-		{"spatial limit", two, cInt("ax", 1) + cBool("il", false) +
-			stmt("w", []int{2, 16416}, "concat", "axis = ax", "interleave = il", "values = ("+strings.Repeat("x, ", 512)+"y)") +
+		{"spatial limit", two, cInts("p", 0, 16384) + stmt("w", []int{2, 16416}, "pad", "pad = p", "x = x") +
 			stmt("z", v, "add", "x = x", "y = y"), out,
-			shim.ErrUnsupported, "exceeds the target's spatial limit of 16384", "concat("},
+			shim.ErrUnsupported, "exceeds the target's spatial limit of 16384", "w = pad("},
 		{"rank limit", one, cInts("s", 1, 1, 2, 1, 4, 8) + stmt("w", []int{1, 1, 2, 1, 4, 8}, "reshape", "shape = s", "x = x") +
 			stmt("z", v, "add", "x = x", "y = x"), out,
 			shim.ErrUnsupported, "rank 6, beyond the target's limit of 5", "w = reshape("},
@@ -133,18 +132,22 @@ func TestCompileRejectsSignature(t *testing.T) {
 		sentinel error
 		msg      string
 	}{
-		{"input name", func(p *lower.Program) { p.Inputs[0].Name = "other" }, ErrInvalid, `no input "other"`},
-		{"input count", func(p *lower.Program) { p.Inputs = append(p.Inputs, ioSpec("w", []int{2, 32})) }, ErrInvalid, "takes 1 inputs"},
-		{"input shape", func(p *lower.Program) { p.Inputs[0] = ioSpec("x_in", []int{2, 2, 32}) }, ErrInvalid, "the program's signature says"},
+		{"input surface name", func(p *lower.Program) { p.InputSurfaces[0].Name = "other" }, ErrInvalid, `input surface 0 is "other", function main's input 0 is "input"`},
+		{"input surface count", func(p *lower.Program) {
+			p.InputSurfaces = append(p.InputSurfaces, lower.Surface{Name: "w", Shape: []int{1, 2, 1, 32}})
+		}, ErrInvalid, "the program lists 2 input surfaces"},
+		{"input surface shape", func(p *lower.Program) { p.InputSurfaces[0].Shape = []int{1, 4, 1, 32} }, ErrInvalid, "the program's surface says"},
+		{"input band", func(p *lower.Program) { p.Inputs[0] = ioSpec("x_in", []int{2, 2, 32}) }, ErrInvalid, "do not lie in surface"},
 		{"device shape", func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{2, 32} }, ErrInvalid, "is not [1, C, 1, S]"},
 		{"duplicate input", func(p *lower.Program) {
 			*p = *program([]port{in("x", 2, 32), in("y", 2, 32)}, stmt("z", []int{2, 32}, "relu", "x = x"), []port{in("z", 2, 32)})
 			p.Inputs[1] = p.Inputs[0]
 		}, ErrInvalid, `lists input "x_in" twice`},
-		{"output name", func(p *lower.Program) { p.Outputs[0].Name = "q" }, ErrInvalid, `does not return "q"`},
-		{"output shape", func(p *lower.Program) { p.Outputs[0] = ioSpec("z_out", []int{4, 32}) }, ErrInvalid, "the program's signature says"},
+		{"output surface name", func(p *lower.Program) { p.OutputSurfaces[0].Name = "q" }, ErrInvalid, `output surface 0 is "q"`},
+		{"output band", func(p *lower.Program) { p.Outputs[0] = ioSpec("z_out", []int{4, 32}) }, ErrInvalid, "do not lie in surface"},
+		{"output surface shape", func(p *lower.Program) { p.OutputSurfaces[0].Shape = []int{1, 4, 1, 32} }, ErrInvalid, "the program's surface says"},
 		{"fp32 input", func(p *lower.Program) {
-			p.MIL = []byte(strings.Replace(string(p.MIL), "tensor<fp16, [1, 2, 1, 32]> x_in", "tensor<fp32, [1, 2, 1, 32]> x_in", 1))
+			p.MIL = []byte(strings.Replace(string(p.MIL), "tensor<fp16, [1, 2, 1, 32]> input", "tensor<fp32, [1, 2, 1, 32]> input", 1))
 		}, shim.ErrUnsupported, "must be fp16"},
 		{"opset", func(p *lower.Program) {
 			p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "main<ios17>", 1))
@@ -274,4 +277,143 @@ func TestRunRejects(t *testing.T) {
 func zeroNaN() float64 {
 	z := 0.0
 	return z / z
+}
+
+// rawProgram is a hand-written program: MIL text of main with the given
+// input and output surfaces, each holding one logical tensor of rows × 32.
+func rawProgram(src string, ins, outs []string, rows int) *lower.Program {
+	p := &lower.Program{MIL: []byte(src), Target: "sim"}
+	for i, n := range ins {
+		p.InputSurfaces = append(p.InputSurfaces, lower.Surface{Name: n, Shape: []int{1, rows, 1, 32}})
+		p.Inputs = append(p.Inputs, lower.IOSpec{Name: n + "_t", Shape: []int{rows, 32}, DeviceShape: []int{1, rows, 1, 32}, Surface: i})
+	}
+	for i, n := range outs {
+		p.OutputSurfaces = append(p.OutputSurfaces, lower.Surface{Name: n, Shape: []int{1, rows, 1, 32}})
+		p.Outputs = append(p.Outputs, lower.IOSpec{Name: n + "_t", Shape: []int{rows, 32}, DeviceShape: []int{1, rows, 1, 32}, Surface: i})
+	}
+	return p
+}
+
+// mainOf writes a program whose main takes the named [1, 2, 1, 32] inputs,
+// runs body and returns the named values.
+func mainOf(ins []string, body string, outs []string) string {
+	decl := make([]string, len(ins))
+	for i, n := range ins {
+		decl[i] = "tensor<fp16, [1, 2, 1, 32]> " + n
+	}
+	return "program(1.3)\n[buildInfo = dict<string, string>({{\"coremlc-version\", \"3505.4.1\"}})]\n{\n" +
+		"    func main<ios18>(" + strings.Join(decl, ", ") + ") {\n" + body +
+		"    } -> (" + strings.Join(outs, ", ") + ");\n}\n"
+}
+
+// The rules that keep the simulator from accepting programs the engine is
+// reported to reject, in both variants; each names the op and line:col.
+func TestStrictRules(t *testing.T) {
+	v := []int{2, 32}
+	one := []port{in("x", v...)}
+	out := []port{in("z", v...)}
+	surf := []int{1, 2, 1, 32}
+	cases := []struct {
+		name   string
+		p      *lower.Program
+		msg    string // substring of the error; "" for a program that compiles
+		marker string // the statement the error points at; "=name" for a returned value
+	}{
+		// concat takes two inputs.
+		{"concat of three", program(one, cInt("ax", 1)+cBool("il", false)+
+			stmt("w", []int{2, 96}, "concat", "axis = ax", "interleave = il", "values = (x, x, x)")+
+			stmt("z", v, "relu", "x = x"), out), "concat of 3 inputs", "w = concat("},
+		{"concat of two", program(one, cInt("ax", 1)+cBool("il", false)+
+			stmt("w", []int{2, 64}, "concat", "axis = ax", "interleave = il", "values = (x, x)")+
+			cInts("b", 0, 0)+cInts("s", 2, 32)+stmt("z", v, "slice_by_size", "begin = b", "size = s", "x = w"), out), "", ""},
+
+		// Tensor constants come from the blob; scalars and parameters stay inline.
+		{"inline fp16 tensor", programInline(one, cHalfs("c", []int{32}, ones64(32))+stmt("z", v, "add", "x = x", "y = c"), out),
+			`const "c" is an inline fp16 tensor literal of shape [32]`, "c = const()"},
+		{"blob fp16 tensor", program(one, cHalfs("c", []int{32}, ones64(32))+stmt("z", v, "add", "x = x", "y = c"), out), "", ""},
+		{"inline fp16 scalar", programInline(one, cHalf("c", 0.5)+stmt("z", v, "add", "x = x", "y = c"), out), "", ""},
+		{"inline int32 tensor", programInline(one, cInts("p", 1, 0)+stmt("z", []int{32, 2}, "transpose", "perm = p", "x = x"), []port{in("z", 32, 2)}), "", ""},
+
+		// No subnormal constants, inline or in the blob, and none that round to zero.
+		{"subnormal scalar", program(one, cHalf("c", 0x1p-20)+stmt("z", v, "add", "x = x", "y = c"), out),
+			`const "c" element 0 is 9.536743e-07, an fp16 subnormal`, "c = const()"},
+		{"subnormal in the blob", program(one, cHalfs("c", []int{3}, []float64{1, -0x1p-15, 2})+
+			cInts("b", 0, 0)+cInts("s", 2, 3)+stmt("x3", []int{2, 3}, "slice_by_size", "begin = b", "size = s", "x = x")+
+			stmt("y", []int{2, 3}, "add", "x = x3", "y = c")+cInts("p", 0, 29)+stmt("z", v, "pad", "pad = p", "x = y"), out),
+			`const "c" element 1 is -3.0517578e-05, an fp16 subnormal`, "c = const()"},
+		{"scalar rounding to zero", program(one, cHalf("c", 0x1p-26)+stmt("z", v, "add", "x = x", "y = c"), out),
+			`which rounds to zero in fp16`, "c = const()"},
+		{"smallest normal", program(one, cHalf("c", -0x1p-14)+stmt("z", v, "add", "x = x", "y = c"), out), "", ""},
+
+		// No multiplication by a constant zero.
+		{"mul by scalar zero", program(one, cHalf("c", 0)+stmt("z", v, "mul", "x = x", "y = c"), out),
+			`mul: "c" is a constant zero`, "z = mul("},
+		{"mul by a zero tensor", program(one, cHalfs("c", []int{32}, make([]float64, 32))+stmt("z", v, "mul", "x = c", "y = x"), out),
+			`mul: "c" is a constant zero`, "z = mul("},
+		{"mul of a reduction by zero", program(one, cInts("ax", -1)+cBool("kd", true)+
+			stmt("r", []int{2, 1}, "reduce_sum", "axes = ax", "keep_dims = kd", "x = x")+cHalf("c", 0)+
+			stmt("m", []int{2, 1}, "mul", "x = r", "y = c")+stmt("z", v, "add", "x = x", "y = m"), out),
+			`mul: "c" is a constant zero`, "m = mul("},
+		{"mul by a reshaped zero", program(one, cHalfs("c", []int{32}, make([]float64, 32))+cInts("sh", 1, 32)+
+			stmt("c2", []int{1, 32}, "reshape", "shape = sh", "x = c")+stmt("z", v, "mul", "x = x", "y = c2"), out),
+			`mul: "c2" is a constant zero`, "z = mul("},
+		{"mul by a tensor with one nonzero", program(one, cHalfs("c", []int{3}, []float64{0, 0, 1})+
+			cInts("b", 0, 0)+cInts("s", 2, 3)+stmt("x3", []int{2, 3}, "slice_by_size", "begin = b", "size = s", "x = x")+
+			stmt("y", []int{2, 3}, "mul", "x = x3", "y = c")+cInts("p", 0, 29)+stmt("z", v, "pad", "pad = p", "x = y"), out), "", ""},
+		{"add of zero", program(one, cHalf("c", 0)+stmt("z", v, "add", "x = x", "y = c"), out), "", ""},
+
+		// No empty programs.
+		{"no compute op", rawProgram(mainOf([]string{"input"}, cInts("sh", surf...)+
+			stmt("output", surf, "reshape", "shape = sh", "x = input"), []string{"output"}), []string{"input"}, []string{"output"}, 2),
+			"function main has no compute op", "func main"},
+		{"output is the input", rawProgram(mainOf([]string{"input"}, stmt("r", surf, "relu", "x = input"), []string{"input"}),
+			[]string{"input"}, []string{"input"}, 2),
+			`output "input" is the input "input", unchanged`, "=input);"},
+		{"output is a reshaped input", rawProgram(mainOf([]string{"input"}, stmt("r", surf, "relu", "x = input")+cInts("sh", surf...)+
+			stmt("output", surf, "reshape", "shape = sh", "x = input"), []string{"output"}), []string{"input"}, []string{"output"}, 2),
+			`output "output" is the input "input", unchanged`, "=output);"},
+		{"output is a const", func() *lower.Program {
+			p := rawProgram(mainOf([]string{"input"}, cHalfs("output", surf, ones64(64))+stmt("r", surf, "relu", "x = input"), []string{"output"}),
+				[]string{"input"}, []string{"output"}, 2)
+			p.MIL, p.Blob = blobify(p.MIL)
+			return p
+		}(), `output "output" is a const`, "=output);"},
+
+		// One input and one output surface on a PackedIO target.
+		{"two input surfaces", rawProgram(mainOf([]string{"a", "b"}, stmt("output", surf, "add", "x = a", "y = b"), []string{"output"}),
+			[]string{"a", "b"}, []string{"output"}, 2), "function main binds 2 input surfaces", "func main"},
+		{"two output surfaces", rawProgram(mainOf([]string{"input"}, stmt("o1", surf, "relu", "x = input")+stmt("o2", surf, "abs", "x = input"), []string{"o1", "o2"}),
+			[]string{"input"}, []string{"o1", "o2"}, 2), "function main returns 2 output surfaces", "func main"},
+		{"one surface each way", rawProgram(mainOf([]string{"input"}, stmt("output", surf, "relu", "x = input"), []string{"output"}),
+			[]string{"input"}, []string{"output"}, 2), "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, num := range []Numerics{Wide, Narrow} {
+				_, err := New(num).Compile(c.p)
+				if c.msg == "" {
+					require.NoError(t, err, "%v; program:\n%s", num, c.p.MIL)
+					continue
+				}
+				require.ErrorIs(t, err, shim.ErrUnsupported, "%v: %v", num, err)
+				require.Contains(t, err.Error(), c.msg)
+				pos := ""
+				if m, ok := strings.CutPrefix(c.marker, "="); ok { // a returned value: its exact position
+					pos = posExact(t, c.p.MIL, m)
+				} else {
+					pos = posOf(t, c.p.MIL, c.marker)
+				}
+				require.Contains(t, err.Error(), "sim: "+pos+": ", "the error names the statement")
+			}
+		})
+	}
+}
+
+// posExact returns the line:col of the first character of marker.
+func posExact(t *testing.T, src []byte, marker string) string {
+	t.Helper()
+	i := strings.Index(string(src), marker)
+	require.GreaterOrEqual(t, i, 0, "marker %q not in program", marker)
+	start := strings.LastIndexByte(string(src[:i]), '\n') + 1
+	return mil.Pos{Line: strings.Count(string(src[:start]), "\n") + 1, Col: i - start + 1}.String()
 }

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/krylov"
+	"github.com/anemone-go/anemone/lower"
+)
+
+// costFamilies are the ANE families `anemone cost` prices, in order.
+var costFamilies = []string{"ane-m1", "ane-m2", "ane-m3", "ane-m4", "ane-m5"}
+
+// costParams are the sizes a cost program is built from.
+type costParams struct {
+	M, K, N int // the kernels' sizes; N is also the grid side of the grid programs
+	Unroll  int // CG iterations per program (cgplain, cg)
+	Restart int // GMRES steps per program (gmres)
+}
+
+// costProgram builds a graph and says how many unknowns and iterations it
+// covers (0 when "bytes per unknown per iteration" does not apply).
+type costProgram struct {
+	doc   string
+	build func(p costParams) (g *dataflow.Graph, unknowns, iterations int, err error)
+}
+
+// costPrograms are the programs only `anemone cost` builds, besides every
+// kernel of `anemone mil`.
+var costPrograms = map[string]costProgram{
+	"stencil": {"y = A·x for the 5-point Laplacian on an n×n grid (one 3×3 conv)", func(p costParams) (*dataflow.Graph, int, int, error) {
+		g := dataflow.New()
+		a, err := laplacian(p.N)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		g.Output("y", a.DeviceApply(g, g.Input("x", dataflow.Shape{1, a.Dims()}), 0))
+		return g, a.Dims(), 1, g.Err()
+	}},
+	"cgplain": {"textbook CG on the n×n Laplacian, -unroll iterations: a lower bound on the solver's program", func(p costParams) (*dataflow.Graph, int, int, error) {
+		if err := positive(p.Unroll); err != nil {
+			return nil, 0, 0, err
+		}
+		a, err := laplacian(p.N)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		g := plainCG(a, p.Unroll)
+		return g, a.Dims(), p.Unroll, g.Err()
+	}},
+}
+
+// costSolver builds a solver's own device program: what the solver
+// dispatches, lowered for the default device's target.
+type costSolver struct {
+	doc   string
+	build func(p costParams) (prog *lower.Program, unknowns, iterations int, err error)
+}
+
+// costSolvers are krylov's programs. Empty until krylov exports its
+// program builders (CGProgram, GMRESProgram).
+var costSolvers = map[string]costSolver{
+	"cg": {"krylov's CG program on the n×n Laplacian, -unroll iterations", func(p costParams) (*lower.Program, int, int, error) {
+		a, err := laplacian(p.N)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if err := positive(p.Unroll); err != nil {
+			return nil, 0, 0, err
+		}
+		prog, err := krylov.CGProgram(a, &krylov.Settings{Unroll: p.Unroll})
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return prog, a.Dims(), p.Unroll, nil
+	}},
+	"gmres": {"krylov's GMRES program on the n×n Laplacian, -restart steps", func(p costParams) (*lower.Program, int, int, error) {
+		a, err := laplacian(p.N)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if err := positive(p.Restart); err != nil {
+			return nil, 0, 0, err
+		}
+		prog, err := krylov.GMRESProgram(a, &krylov.Settings{Restart: p.Restart})
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return prog, a.Dims(), p.Restart, nil
+	}},
+}
+
+// laplacian is the 5-point Laplacian on an n×n grid, unscaled.
+func laplacian(n int) (krylov.Operator, error) {
+	if err := positive(n); err != nil {
+		return nil, err
+	}
+	return krylov.Stencil2D(n, n, [3][3]float64{{0, -1, 0}, {-1, 4, -1}, {0, -1, 0}})
+}
+
+// plainCG unrolls textbook CG (no scaling, no reliable updates): per
+// iteration one operator application, two dots and three vector updates.
+func plainCG(a krylov.Operator, unroll int) *dataflow.Graph {
+	n := a.Dims()
+	g := dataflow.New()
+	x := g.Input("x", dataflow.Shape{1, n})
+	r := g.Input("r", dataflow.Shape{1, n})
+	p := g.Input("p", dataflow.Shape{1, n})
+	dot := func(u, v dataflow.Value) dataflow.Value { return g.ReduceSum(g.Mul(u, v), []int{-1}, true) }
+	rr := dot(r, r)
+	for range unroll {
+		q := a.DeviceApply(g, p, 0)
+		alpha := g.Div(rr, dot(p, q))
+		x = g.Add(x, g.Mul(alpha, p))
+		r = g.Sub(r, g.Mul(alpha, q))
+		next := dot(r, r)
+		p = g.Add(r, g.Mul(g.Div(next, rr), p))
+		rr = next
+	}
+	g.Output("x_out", x)
+	g.Output("r_out", r)
+	g.Output("p_out", p) // the next dispatch continues from x, r and p
+	return g
+}
+
+// costNames lists what `anemone cost` can price.
+func costNames() []string {
+	names := kernelNames()
+	for n := range costPrograms {
+		names = append(names, n)
+	}
+	for n := range costSolvers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// costRow is one family's line of `anemone cost`.
+type costRow struct {
+	Target string `json:"target"`
+	Nodes  int    `json:"nodes"`
+	Bytes  int64  `json:"bytes"`
+	Flops  int64  `json:"flops"`
+	TimeNS int64  `json:"time_ns"`
+	// BytesPerUnknownIter is Bytes/(unknowns·iterations), when it applies.
+	BytesPerUnknownIter float64 `json:"bytes_per_unknown_per_iteration,omitempty"`
+}
+
+// costReport is what `anemone cost -json` prints.
+type costReport struct {
+	Program    string    `json:"program"`
+	LoweredFor string    `json:"lowered_for"`
+	Unknowns   int       `json:"unknowns,omitempty"`
+	Iterations int       `json:"iterations,omitempty"`
+	Families   []costRow `json:"families"`
+	Model      string    `json:"model"`
+}
+
+const costModelNote = "modeled, not measured: floor + Σ_nodes max(bytes/BW, flops/peak), ANEForge's published roofline (±17% on M1 convs, 4–5× pessimistic on extreme bandwidth-bound shapes); never checked against hardware here"
+
+// cmdCost prices a program on every ANE family with lower.Estimate.
+//
+//	anemone cost KERNEL [-m M] [-k K] [-n N] [-unroll U] [-target T] [-json] [-nodes]
+func cmdCost(args []string, w io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: cost: name a program (%s)", errUsage, strings.Join(costNames(), ", "))
+	}
+	name := args[0]
+	_, isKernel := kernels[name]
+	prog, isCost := costPrograms[name]
+	solver, isSolver := costSolvers[name]
+	if !isKernel && !isCost && !isSolver {
+		return fmt.Errorf("%w: cost: unknown program %q (known: %s)", errUsage, name, strings.Join(costNames(), ", "))
+	}
+	fs := newFlags("cost " + name)
+	target := fs.String("target", "sim", "target to lower kernels for: sim, ane-m1 … ane-m5")
+	var cp costParams
+	fs.IntVar(&cp.M, "m", 64, "rows of the left operand")
+	fs.IntVar(&cp.K, "k", 64, "contraction length")
+	fs.IntVar(&cp.N, "n", 64, "columns of the right operand; grid side of stencil and cgplain")
+	fs.IntVar(&cp.Unroll, "unroll", 32, "CG iterations per program (cgplain, cg)")
+	fs.IntVar(&cp.Restart, "restart", 30, "GMRES steps per program (gmres)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	perNode := fs.Bool("nodes", false, "also list every node's cost on ane-m1")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	t, err := lower.TargetByName(*target)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if isSolver {
+		p, unknowns, iterations, err := solver.build(cp)
+		if err != nil {
+			return err
+		}
+		return printCost(w, name, p, unknowns, iterations, *asJSON, *perNode)
+	}
+	var g *dataflow.Graph
+	var unknowns, iterations int
+	if isKernel {
+		g, err = kernels[name].build(cp.M, cp.K, cp.N)
+	} else {
+		g, unknowns, iterations, err = prog.build(cp)
+	}
+	if err != nil {
+		return err
+	}
+	p, err := lower.Lower(g, t)
+	if err != nil {
+		return err
+	}
+	return printCost(w, name, p, unknowns, iterations, *asJSON, *perNode)
+}
+
+// printCost estimates p on every family and prints the table or JSON.
+// unknowns·iterations, when positive, divides Bytes into bytes per unknown
+// per iteration.
+func printCost(w io.Writer, name string, p *lower.Program, unknowns, iterations int, asJSON, perNode bool) error {
+	rep := costReport{Program: name, LoweredFor: p.Target, Unknowns: unknowns, Iterations: iterations, Model: costModelNote}
+	var m1 lower.Cost
+	for _, fam := range costFamilies {
+		c, err := lower.Estimate(p, fam)
+		if err != nil {
+			return err
+		}
+		if fam == "ane-m1" {
+			m1 = c
+		}
+		row := costRow{Target: fam, Nodes: c.Nodes, Bytes: c.Bytes, Flops: c.Flops, TimeNS: int64(c.Time)}
+		if unknowns > 0 && iterations > 0 {
+			row.BytesPerUnknownIter = float64(c.Bytes) / (float64(unknowns) * float64(iterations))
+		}
+		rep.Families = append(rep.Families, row)
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(w, "%s, lowered for %s", name, p.Target)
+	if unknowns > 0 {
+		fmt.Fprintf(w, ": %d unknowns, %d iterations", unknowns, iterations)
+	}
+	fmt.Fprintf(w, "\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "family\tnodes\tbytes\tflops\tmodeled time\t")
+	if unknowns > 0 {
+		fmt.Fprintf(tw, "bytes/unknown/iter\t")
+	}
+	fmt.Fprintf(tw, "\n")
+	for _, r := range rep.Families {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%v\t", r.Target, r.Nodes, r.Bytes, r.Flops, time.Duration(r.TimeNS).Round(100*time.Nanosecond))
+		if unknowns > 0 {
+			fmt.Fprintf(tw, "%.1f\t", r.BytesPerUnknownIter)
+		}
+		fmt.Fprintf(tw, "\n")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if perNode {
+		fmt.Fprintf(w, "\nnodes on ane-m1:\n")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "op\tname\tbytes\tflops\ttime\n")
+		for _, n := range m1.PerNode {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%v\n", n.Op, n.Name, n.Bytes, n.Flops, n.Time)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "%s\n", costModelNote)
+	return nil
+}

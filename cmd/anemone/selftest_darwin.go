@@ -1,0 +1,20 @@
+//go:build darwin
+
+package main
+
+import (
+	"runtime"
+	"syscall"
+)
+
+// readHostInfo names the chip and the macOS version from sysctl.
+func readHostInfo() hostInfo {
+	h := hostInfo{OS: runtime.GOOS, Arch: runtime.GOARCH, Chip: "unknown chip", OSVersion: "unknown macOS"}
+	if s, err := syscall.Sysctl("machdep.cpu.brand_string"); err == nil && s != "" {
+		h.Chip = s
+	}
+	if s, err := syscall.Sysctl("kern.osproductversion"); err == nil && s != "" {
+		h.OSVersion = "macOS " + s
+	}
+	return h
+}

@@ -1,0 +1,367 @@
+package linalg
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/anemone-go/anemone/precision"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Newton–Schulz tuning.
+const (
+	// nsStop: the iteration stops once ‖I − B·X‖_F ≤ nsStop (then every
+	// refinement step gains at least a factor 1/nsStop) ...
+	nsStop = 1.0 / 64
+	// nsAccept: ... and counts as a usable inverse when its best iterate
+	// has ‖I − B·X‖_F < nsAccept: ‖I − B·X‖₂ ≤ ‖·‖_F < ½, so refinement
+	// gains at least a factor 2 a step.
+	nsAccept = 0.5
+	// nsSafety keeps the acceleration away from the edge: the scaled
+	// spectrum β·[l, 1] is mapped to [β·l, 2 − β·l − nsSafety·(1 − l)], so
+	// that eigenvalues slightly above 1 (rounding) stay below 2.
+	nsSafety = 0.1
+	// nsLanczos is the number of Lanczos steps that estimate the smallest
+	// eigenvalue of B·X on the host.
+	nsLanczos = 24
+	// nsStall: in the quadratic phase (‖I − B·X‖_F < 1) the iteration
+	// stops when nsStall steps in a row fail to improve the best residual
+	// by 10 % (the rounding floor κ·ε is reached).
+	nsStall = 2
+)
+
+// reach is the largest condition number for which Newton–Schulz in mode
+// keeps the smallest singular directions above the product's rounding
+// noise (κ·ε ≪ 1, ε the normwise product error: 2⁻¹¹ for FP16, 40·2⁻³⁰ for
+// 5 compensated limbs, 40·2⁻⁵⁴ for 9); it sets the step budget.
+func reach(mode precision.Mode) float64 {
+	switch mode {
+	case precision.FP16:
+		return 2e3
+	case precision.Float64:
+		return 1e12
+	}
+	return 1e7
+}
+
+// nsResult is the outcome of a Newton–Schulz run on B.
+type nsResult struct {
+	x       *mat.Dense // the best iterate
+	resF    float64    // its ‖I − B·X‖_F
+	steps   int
+	history []float64 // ‖I − B·X‖_F of every iterate
+	mode    precision.Mode
+}
+
+func (r *nsResult) ok() bool { return r.x != nil && r.resF < nsAccept }
+
+// newtonSchulz approximates B⁻¹ on the device by the Newton–Schulz
+// iteration X_{k+1} = X_k·(2I − B·X_k) (Schulz 1933; Ben-Israel 1965) with
+// the acceleration of Pan and Schreiber (1991, §3): X_{k+1} = β·X_k·(2I −
+// β·B·X_k), β = 2/(1 + l + nsSafety·(1 − l)) for a lower bound l of the
+// spectrum of B·X_k, which then doubles the small eigenvalues' growth per
+// step (×4 instead of ×2). X_0 = Bᵀ/min(‖B‖₁‖B‖∞, ‖B‖_F²) puts the spectrum
+// of B·X_0 = BBᵀ/… in (0, 1] (Ben-Israel and Cohen 1966), and every later
+// step keeps it there; in exact arithmetic B·X_k stays symmetric, so its
+// eigenvalues are the squared singular values of the iteration polynomial.
+// l comes from nsLanczos Lanczos steps on sym(B·X_k) on the host: the
+// smallest Ritz value is an upper bound of the smallest eigenvalue, which
+// makes β smaller than optimal, never larger (an overestimate of l is safe,
+// an underestimate could map the top of the spectrum towards 0).
+//
+// Each step is two device products in mode: X_k·M with M = 2I − β·B·X_k
+// formed on the host, and B·X_{k+1} with B compiled once. The host keeps
+// X and B·X in float64 and computes ‖I − B·X‖_F.
+func newtonSchulz(fn string, cfg *config, b *mat.Dense, mode precision.Mode) (*nsResult, error) {
+	n, _ := b.Dims()
+	res := &nsResult{mode: mode, resF: math.Inf(1)}
+	pb, err := newPlan(fn, cfg, b, n, mode)
+	if err != nil {
+		return res, err
+	}
+	defer pb.close()
+
+	hostStart := time.Now()
+	norm1, normInf, normF := mat.Norm(b, 1), mat.Norm(b, math.Inf(1)), mat.Norm(b, 2)
+	x := mat.NewDense(n, n, nil)
+	x.Scale(1/math.Min(norm1*normInf, normF*normF), b.T())
+	cfg.stats.Host += time.Since(hostStart)
+
+	var t mat.Dense
+	if err := pb.apply(fn, &t, x); err != nil {
+		return res, err
+	}
+	l0 := 1 / (float64(n) * reach(mode) * reach(mode))
+	maxSteps := int(math.Ceil(math.Log(1/l0)/math.Log(3.6))) + 8
+	rng := rand.New(rand.NewPCG(0x6c696e616c67, uint64(n)))
+	stall := 0
+	m := mat.NewDense(n, n, nil)
+	for step := 0; ; step++ {
+		hostStart = time.Now()
+		rF := residualFrobenius(&t)
+		res.history = append(res.history, rF)
+		cfg.stats.Host += time.Since(hostStart)
+		if math.IsNaN(rF) || math.IsInf(rF, 0) {
+			break
+		}
+		if rF < res.resF {
+			if rF > 0.9*res.resF && res.resF < 1 {
+				stall++
+			} else {
+				stall = 0
+			}
+			res.resF = rF
+			res.x = mat.DenseCopyOf(x)
+		} else if res.resF < 1 {
+			stall++
+		}
+		if rF <= nsStop || stall >= nsStall || step >= maxSteps || rF > 2*res.resF {
+			break
+		}
+		hostStart = time.Now()
+		l := lanczosMin(&t, nsLanczos, rng)
+		l = math.Max(0, math.Min(1, l))
+		beta := 2 / (1 + l + nsSafety*(1-l))
+		// M = 2I − β·T.
+		m.Scale(-beta, &t)
+		for i := range n {
+			m.Set(i, i, m.At(i, i)+2)
+		}
+		cfg.stats.Host += time.Since(hostStart)
+		px, err := newPlan(fn, cfg, x, n, mode)
+		if err != nil {
+			return res, err
+		}
+		var xn mat.Dense
+		err = px.apply(fn, &xn, m)
+		px.close()
+		if err != nil {
+			return res, err
+		}
+		xn.Scale(beta, &xn)
+		x = &xn
+		res.steps++
+		cfg.stats.NewtonSchulz++
+		if err := pb.apply(fn, &t, x); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// residualFrobenius returns ‖I − T‖_F.
+func residualFrobenius(t *mat.Dense) float64 {
+	n, _ := t.Dims()
+	s := 0.0
+	for i := range n {
+		row := t.RawRowView(i)
+		for j, v := range row {
+			if i == j {
+				v = 1 - v
+			}
+			s += v * v
+		}
+	}
+	return math.Sqrt(s)
+}
+
+// lanczosMin returns the smallest Ritz value of k Lanczos steps (full
+// reorthogonalization) on the symmetric part of t, from a random start.
+// For a symmetric matrix it is an upper bound of the smallest eigenvalue.
+func lanczosMin(t *mat.Dense, k int, rng *rand.Rand) float64 {
+	n, _ := t.Dims()
+	k = min(k, n)
+	q := make([][]float64, 0, k+1)
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	scaleTo(v, 1/norm2(v))
+	q = append(q, v)
+	alpha := make([]float64, 0, k)
+	betas := make([]float64, 0, k)
+	w := make([]float64, n)
+	wt := make([]float64, n)
+	for j := range k {
+		// w = ½(T + Tᵀ)·q_j.
+		mat.NewVecDense(n, w).MulVec(t, mat.NewVecDense(n, q[j]))
+		mat.NewVecDense(n, wt).MulVec(t.T(), mat.NewVecDense(n, q[j]))
+		for i := range w {
+			w[i] = (w[i] + wt[i]) / 2
+		}
+		a := dot(w, q[j])
+		alpha = append(alpha, a)
+		for pass := 0; pass < 2; pass++ {
+			for _, qi := range q {
+				c := dot(w, qi)
+				for i := range w {
+					w[i] -= c * qi[i]
+				}
+			}
+		}
+		bj := norm2(w)
+		if j == k-1 || !(bj > 1e-14*math.Abs(a)) {
+			break
+		}
+		betas = append(betas, bj)
+		next := append([]float64(nil), w...)
+		scaleTo(next, 1/bj)
+		q = append(q, next)
+	}
+	m := len(alpha)
+	tri := mat.NewSymDense(m, nil)
+	for i := range m {
+		tri.SetSym(i, i, alpha[i])
+		if i+1 < m {
+			tri.SetSym(i, i+1, betas[i])
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(tri, false) {
+		return 0
+	}
+	vals := eig.Values(nil)
+	lo := math.Inf(1)
+	for _, v := range vals {
+		lo = math.Min(lo, v)
+	}
+	return lo
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
+
+func norm2(a []float64) float64 { return math.Sqrt(dot(a, a)) }
+
+func scaleTo(a []float64, s float64) {
+	for i := range a {
+		a[i] *= s
+	}
+}
+
+// equilibrated is a square matrix scaled by powers of two, B = D_r·A·D_c
+// (precision.Equilibrate), with ‖A‖∞.
+type equilibrated struct {
+	a       mat.Matrix
+	b       *mat.Dense
+	r, c    []float64
+	normInf float64
+}
+
+// equilibrate checks that a is square and finite, scales it and rejects a
+// zero row or column (exactly singular).
+func equilibrate(fn string, a mat.Matrix) (*equilibrated, error) {
+	m, n, err := checkMatrix(fn, "a", a)
+	if err != nil {
+		return nil, err
+	}
+	if m != n {
+		return nil, fmt.Errorf("linalg: %s: a is %d×%d; it must be square: %w", fn, m, n, ErrShape)
+	}
+	r, c, err := precision.Equilibrate(a)
+	if err != nil {
+		return nil, wrapDevice(fn, err)
+	}
+	b := mat.NewDense(n, n, nil)
+	rowMax := make([]float64, n)
+	colMax := make([]float64, n)
+	for i := range n {
+		for j := range n {
+			v := r[i] * a.At(i, j) * c[j]
+			b.Set(i, j, v)
+			rowMax[i] = math.Max(rowMax[i], math.Abs(v))
+			colMax[j] = math.Max(colMax[j], math.Abs(v))
+		}
+	}
+	for i := range n {
+		if rowMax[i] == 0 {
+			return nil, fmt.Errorf("linalg: %s: row %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
+		}
+		if colMax[i] == 0 {
+			return nil, fmt.Errorf("linalg: %s: column %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
+		}
+	}
+	return &equilibrated{a: a, b: b, r: r, c: c, normInf: mat.Norm(a, math.Inf(1))}, nil
+}
+
+// inverse runs Newton–Schulz on e.b in the modes the setting asks for
+// (FP16 first, then Compensated, by default) and returns the best result.
+func (e *equilibrated) inverse(fn string, cfg *config) (*nsResult, error) {
+	var modes []precision.Mode
+	switch cfg.mode {
+	case 0:
+		modes = []precision.Mode{precision.FP16, precision.Compensated}
+	default:
+		modes = []precision.Mode{cfg.mode}
+	}
+	var best *nsResult
+	for _, mode := range modes {
+		r, err := newtonSchulz(fn, cfg, e.b, mode)
+		if err != nil {
+			return r, err
+		}
+		if best == nil || r.resF < best.resF {
+			best = r
+		}
+		if r.ok() {
+			return r, nil
+		}
+	}
+	return best, nil
+}
+
+// unscale returns D_c·X·D_r, the inverse of A from that of B = D_r·A·D_c.
+func (e *equilibrated) unscale(x *mat.Dense) *mat.Dense {
+	n, _ := x.Dims()
+	out := mat.NewDense(n, n, nil)
+	for i := range n {
+		for j := range n {
+			out.Set(i, j, e.c[i]*x.At(i, j)*e.r[j])
+		}
+	}
+	return out
+}
+
+// nsFailure is the error of a Newton–Schulz run that found no usable
+// inverse.
+func nsFailure(fn string, e *equilibrated, r *nsResult) error {
+	cond := math.Inf(1)
+	if r.x != nil {
+		cond = e.normInf * mat.Norm(e.unscale(r.x), math.Inf(1))
+	}
+	return fmt.Errorf("linalg: %s: the matrix is singular or too ill-conditioned for %v device products: Newton–Schulz brought ‖I − A·X‖_F only to %.3g (need < %g) in %d steps, history %s; condition estimate κ∞ ≳ %.3g: %w",
+		fn, r.mode, r.resF, nsAccept, r.steps, fmtHistory(r.history), cond, joinSentinels(ErrSingular, ErrNotConverged))
+}
+
+type joined struct{ a, b error }
+
+func (j joined) Error() string   { return j.a.Error() + "; " + j.b.Error() }
+func (j joined) Unwrap() []error { return []error{j.a, j.b} }
+
+func joinSentinels(a, b error) error { return joined{a, b} }
+
+// fmtHistory prints a history compactly: at most 12 values, the middle
+// elided.
+func fmtHistory(h []float64) string {
+	s := "["
+	for i, v := range h {
+		if len(h) > 12 && i == 6 {
+			s += fmt.Sprintf(" …(%d more)", len(h)-12)
+		}
+		if len(h) > 12 && i >= 6 && i < len(h)-6 {
+			continue
+		}
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("%.2g", v)
+	}
+	return s + "]"
+}

@@ -1,0 +1,220 @@
+package linalg
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/anemone-go/anemone/precision"
+	"gonum.org/v1/gonum/mat"
+)
+
+// plan is C = A·B for a fixed m×k A and k×n right operands, on the device,
+// in one program per band of A's rows: the device writes Cᵀ = Bᵀ·Aᵀ, whose
+// last axis is m, so bands of at most the target's MaxSpatial rows keep
+// every program legal (contractions longer than the limit are cut inside
+// the program by precision's products).
+type plan struct {
+	cfg     *config
+	mode    precision.Mode
+	m, k, n int
+	bands   []band
+}
+
+type band struct {
+	off, len int
+	p        *precision.MatMulPlan
+}
+
+// newPlan compiles A·B for n columns of B in mode (FP16, Compensated or
+// Float64).
+func newPlan(fn string, cfg *config, a mat.Matrix, n int, mode precision.Mode) (*plan, error) {
+	m, k := a.Dims()
+	pl := &plan{cfg: cfg, mode: mode, m: m, k: k, n: n}
+	nb := (m + cfg.maxSpat - 1) / cfg.maxSpat
+	start := time.Now()
+	defer func() { cfg.stats.Build += time.Since(start) }()
+	for i := range nb {
+		off := i * m / nb
+		end := (i + 1) * m / nb
+		var sub mat.Matrix = a
+		if nb > 1 {
+			sub = rowSlice(a, off, end)
+		}
+		p, err := precision.NewMatMul(cfg.dev, sub, n, productOptions(mode))
+		if err != nil {
+			pl.close()
+			return nil, wrapDevice(fn, err)
+		}
+		cfg.stats.Programs++
+		pl.bands = append(pl.bands, band{off, end - off, p})
+	}
+	return pl, nil
+}
+
+// rowSlice returns rows [off, end) of a as a dense copy.
+func rowSlice(a mat.Matrix, off, end int) *mat.Dense {
+	_, k := a.Dims()
+	d := mat.NewDense(end-off, k, nil)
+	for i := off; i < end; i++ {
+		for j := range k {
+			d.Set(i-off, j, a.At(i, j))
+		}
+	}
+	return d
+}
+
+// apply computes dst = A·b (dst m×n, sized if empty), one dispatch per band.
+func (pl *plan) apply(fn string, dst *mat.Dense, b mat.Matrix) error {
+	if pl.cfg.stats.Dispatches+len(pl.bands) > pl.cfg.budget {
+		return fmt.Errorf("linalg: %s: MaxDispatches = %d reached: %w", fn, pl.cfg.budget, ErrNotConverged)
+	}
+	if dst.IsEmpty() {
+		dst.ReuseAs(pl.m, pl.n)
+	}
+	start := time.Now()
+	defer func() { pl.cfg.stats.Device += time.Since(start) }()
+	for _, bd := range pl.bands {
+		var out mat.Dense
+		err := bd.p.Apply(&out, b)
+		pl.cfg.stats.Dispatches++
+		if err != nil {
+			return wrapDevice(fn, err)
+		}
+		pl.cfg.stats.Flops += int64(math.Round(2 * float64(bd.len) * float64(pl.k) * float64(pl.n) * bd.p.Work()))
+		if len(pl.bands) == 1 {
+			dst.Copy(&out)
+		} else {
+			dst.Slice(bd.off, bd.off+bd.len, 0, pl.n).(*mat.Dense).Copy(&out)
+		}
+	}
+	return nil
+}
+
+func (pl *plan) close() {
+	for _, bd := range pl.bands {
+		_ = bd.p.Close()
+	}
+}
+
+// checkMatrix rejects nil, empty and non-finite matrices; name says which
+// operand.
+func checkMatrix(fn, name string, a mat.Matrix) (m, n int, err error) {
+	if a == nil {
+		return 0, 0, fmt.Errorf("linalg: %s: %s is nil: %w", fn, name, ErrShape)
+	}
+	m, n = a.Dims()
+	if m == 0 || n == 0 {
+		return 0, 0, fmt.Errorf("linalg: %s: %s is empty (%d×%d): %w", fn, name, m, n, ErrShape)
+	}
+	for i := range m {
+		for j := range n {
+			if v := a.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, 0, fmt.Errorf("linalg: %s: %s[%d][%d] = %v; every entry must be finite: %w", fn, name, i, j, v, ErrRange)
+			}
+		}
+	}
+	return m, n, nil
+}
+
+func checkVector(fn, name string, x []float64, want int) error {
+	if len(x) != want {
+		return fmt.Errorf("linalg: %s: %s has length %d, want %d: %w", fn, name, len(x), want, ErrShape)
+	}
+	for i, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("linalg: %s: %s[%d] = %v; every entry must be finite: %w", fn, name, i, v, ErrRange)
+		}
+	}
+	return nil
+}
+
+// productMode is the mode of MatMul and MatVec: Compensated by default.
+func productMode(m precision.Mode) precision.Mode {
+	if m == 0 {
+		return precision.Compensated
+	}
+	return m
+}
+
+// MatMul returns A·B computed on the device. a is m×k and b k×n (ErrShape
+// otherwise); NaN or ±Inf is ErrRange.
+//
+// What each mode reaches (Frobenius-norm relative error against gonum's
+// float64 product, random normal operands, simulator; TestMatMulTable):
+//
+//   - FP16: one pass, each row of A and column of B scaled by a power of
+//     two into [1, 2), products rounded to fp16 and summed in float32,
+//     the sum rounded to fp16: about 2⁻¹¹·√(log₂ k) or better.
+//   - Compensated (the default): 5 limbs of 6-bit digits whose products
+//     the device computes exactly, each sum returned as an fp16 (hi, lo)
+//     pair and added on the host: about 40·2⁻³⁰ ≈ 4e-8, at most 1e-6.
+//   - Float64: 9 limbs: float64-class, at most 1e-14.
+//
+// Products past the target's limits are tiled: contractions longer than
+// the exactness or spatial limit are cut into chunks inside the one
+// program, and A's rows into bands of at most the target's spatial limit,
+// one program each. The errors are relative to ‖A‖·‖B‖: a product that
+// cancels heavily has a correspondingly larger relative error. Inputs are
+// not modified.
+func MatMul(a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
+	cfg, err := resolve("MatMul", s)
+	if err != nil {
+		return nil, err
+	}
+	m, k, err := checkMatrix("MatMul", "a", a)
+	if err != nil {
+		return nil, err
+	}
+	r, n, err := checkMatrix("MatMul", "b", b)
+	if err != nil {
+		return nil, err
+	}
+	if r != k {
+		return nil, fmt.Errorf("linalg: MatMul: a is %d×%d and b %d×%d; b needs as many rows as a has columns: %w", m, k, r, n, ErrShape)
+	}
+	mode := productMode(cfg.mode)
+	cfg.stats.Mode = mode
+	pl, err := newPlan("MatMul", cfg, a, n, mode)
+	if err != nil {
+		return nil, err
+	}
+	defer pl.close()
+	var c mat.Dense
+	if err := pl.apply("MatMul", &c, b); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// MatVec returns A·x computed on the device, in the modes of MatMul (with
+// the same accuracy, normwise). len(x) must be A's column count (ErrShape).
+func MatVec(a mat.Matrix, x []float64, s *Settings) ([]float64, error) {
+	cfg, err := resolve("MatVec", s)
+	if err != nil {
+		return nil, err
+	}
+	m, k, err := checkMatrix("MatVec", "a", a)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVector("MatVec", "x", x, k); err != nil {
+		return nil, err
+	}
+	mode := productMode(cfg.mode)
+	cfg.stats.Mode = mode
+	pl, err := newPlan("MatVec", cfg, a, 1, mode)
+	if err != nil {
+		return nil, err
+	}
+	defer pl.close()
+	var y mat.Dense
+	if err := pl.apply("MatVec", &y, mat.NewDense(k, 1, append([]float64(nil), x...))); err != nil {
+		return nil, err
+	}
+	out := make([]float64, m)
+	for i := range m {
+		out[i] = y.At(i, 0)
+	}
+	return out, nil
+}
