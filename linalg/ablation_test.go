@@ -9,7 +9,7 @@ import (
 	"github.com/anemone-go/anemone/shim"
 )
 
-// noiseDevice is the ablation device of DESIGN.md ("The device does the
+// noiseDevice is the ablation device of docs/ARCHITECTURE.md ("The device does the
 // work"): it runs every program on the wrapped device and replaces each
 // output by Gaussian noise of the same 2-norm. A solver whose answer
 // survives it is not using the device's results.

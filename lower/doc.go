@@ -14,11 +14,29 @@
 //     extent, conv kernel, channels) and the capability registry, so that an
 //     op or size the target lacks fails here with ErrUnsupported, never at
 //     dispatch.
-//  3. Emit MIL: every program input and output is an fp16 tensor in the
-//     canonical layout [1, C, 1, S], S padded to a multiple of 32 elements
-//     (rows 64-byte aligned); inside the program, inputs are sliced and
-//     reshaped to their logical shapes and outputs padded back. Constants of
-//     ten or more elements go to the one weight file, smaller ones inline.
+//  3. Emit MIL: every program surface is an fp16 tensor in the canonical
+//     layout [1, C, 1, S], S padded to the target's row alignment (64 bytes
+//     through M4, 128 on M5). On every hardware target (and the simulator's
+//     default target, which follows the strictest family) the program binds
+//     exactly one input and one output surface: the logical inputs are
+//     bands of rows of the input surface, sliced apart at channel offsets
+//     inside the program (never at width offsets), and the outputs are
+//     stacked the same way by binary concats. Program.PackInputs and
+//     UnpackOutputs, and the devices, do the packing; callers see logical
+//     tensors only.
+//
+// What every emitted program guarantees the engine, checked by Lint on
+// each one (so every program any test builds is linted): at most one input
+// and one output surface where the target packs; concat of exactly two
+// values; every fp16 tensor constant in the one weight file (scalars
+// inline, as public programs write them); no subnormal constant (tiny
+// weight entries are flushed to zero only where that is below the tensor's
+// own fp16 resolution, otherwise Lower fails with ErrRange); no mul by a
+// constant zero; no empty program.
+//
+// Estimate prices a program with the published roofline model of the
+// engine (bytes, flops and modeled time per ANE family); it is a model,
+// never a measurement.
 //
 // Invariants: the same graph gives byte-identical MIL and blob (and so the
 // same Program.Hash, which the device caches key on); every constant fits

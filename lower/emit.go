@@ -10,7 +10,7 @@ import (
 )
 
 // buildInfo is the header every program carries; hand-written programs with
-// these values compile on hardware (ANE_FACTS §2).
+// these values compile on hardware (docs/ENGINE.md §1).
 var buildInfo = []mil.KV{
 	{Key: "coremlc-component-MIL", Value: "3510.2.1"},
 	{Key: "coremlc-version", Value: "3505.4.1"},

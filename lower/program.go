@@ -1,6 +1,6 @@
 package lower
 
-// WeightPath is the one weight file every program uses (ANE_FACTS §3: one
+// WeightPath is the one weight file every program uses (docs/ENGINE.md §2: one
 // file for all consts).
 const WeightPath = "@model_path/weights/weight.bin"
 

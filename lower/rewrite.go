@@ -247,7 +247,7 @@ func squareToMul(src *dataflow.Graph) (*dataflow.Graph, error) {
 }
 
 // reduceSumToMatMul: the ANE's reduce_sum accumulates in fp16 (a sum of 4096
-// ones stalls at 2048), its matmul in a wide accumulator (ANE_FACTS §5). A sum
+// ones stalls at 2048), its matmul in a wide accumulator (docs/ENGINE.md §4). A sum
 // over the last axis alone becomes x·ones, with ones a [K, 1] constant.
 func reduceSumToMatMul(src *dataflow.Graph) (*dataflow.Graph, error) {
 	onesByLen := map[int]dataflow.Value{}

@@ -17,7 +17,7 @@
 // rows of features [M, D]; every layer's feature axis is axis 1. Weights
 // use PyTorch's layouts and names.
 //
-// Invariants (what a layer guarantees the engine, ANE_FACTS §8):
+// Invariants (what a layer guarantees the engine, docs/ENGINE.md §7):
 //
 //   - Every contraction — linear, conv, mean, variance, pooling average —
 //     is a conv or matmul (wide accumulator), never a reduce_sum.

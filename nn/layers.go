@@ -9,7 +9,7 @@ import (
 )
 
 // Cliff is the magnitude a matmul or conv output may not exceed on the
-// engine (ANE_FACTS §8: 32752 becomes ±Inf); Headroom, half of it, is what
+// engine (docs/ENGINE.md §7: 32752 becomes ±Inf); Headroom, half of it, is what
 // the layers keep their conv and matmul outputs under by construction.
 const (
 	Cliff    = 32752
@@ -391,7 +391,7 @@ func SiLU(g *dataflow.Graph, x dataflow.Value) dataflow.Value {
 type GELUMode int
 
 // GELU forms. The native ones are one gelu op, whose compile reports on the
-// engine are mixed (ANE_FACTS §8); the decomposed ones use only tanh,
+// engine are mixed (docs/ENGINE.md §7); the decomposed ones use only tanh,
 // sigmoid and arithmetic.
 const (
 	// GELUExact is the native gelu op, 0.5·x·(1 + erf(x/√2)).

@@ -3,7 +3,7 @@
 // equilibration, limb splitting, compensated matrix products on a device,
 // an iterative-refinement driver and error metrics.
 //
-// # The three tools (DESIGN.md, "Precision")
+// # The three tools (docs/ARCHITECTURE.md)
 //
 //  1. Scale. Every value entering a device is multiplied by a power of two
 //     (Pow2Scale, ScaleToFP16: the largest entry into [1, 2), see
@@ -40,7 +40,7 @@
 //     ≤ 2²⁴ and exact; longer contractions are cut into chunks added on the
 //     host.
 //   - Accuracy claims name the numerics model they hold under: "sim" (the
-//     wide float32 accumulator DESIGN.md states for the ANE) or
+//     wide float32 accumulator docs/ARCHITECTURE.md states for the ANE) or
 //     "sim-narrow" (an fp16 accumulator). Compensated exactness needs the
 //     wide accumulator; under sim-narrow a compensated product is still
 //     better than a plain one but not exact (see TestLimbTable).

@@ -21,7 +21,7 @@ const (
 	DefaultBits = 6
 	// DefaultLimbs is the limb count of Compensated products: error about
 	// 40·2^(−6·4) ≈ 2e-6 by the rule of thumb, measured below 1e-6 on random
-	// 1024×1024 products (NUMERICS_NOTES: 6.5e-7).
+	// 1024×1024 products (docs/NUMERICS.md §2: 6.5e-7).
 	DefaultLimbs = 4
 )
 

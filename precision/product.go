@@ -427,7 +427,7 @@ func (p *product) dispatchCount() int {
 //     float64-class under sim, 1.2e-15.
 //
 // The compensated digit sums are exact only with the wide (float32)
-// accumulator DESIGN.md states for the ANE. Under sim-narrow the fp16
+// accumulator docs/ARCHITECTURE.md states for the ANE. Under sim-narrow the fp16
 // running sum rounds once it passes 2048 units: 6-bit digits stall at about
 // 3e-3 whatever the limb count, 5-bit at 5e-4, 4-bit at 6e-5, while 3-bit
 // digits keep the running sums of random data exact (8 limbs: 9.6e-7 under

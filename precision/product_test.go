@@ -28,7 +28,7 @@ const (
 	fp16PlainMax = 4 * u16
 	fp16PlainMin = u16 / 8
 	// compensatedTol is the brief's target for the default 4 limbs of 6
-	// bits: the rule of thumb 40·2^(−24) ≈ 2.4e-6 (NUMERICS_NOTES) is the
+	// bits: the rule of thumb 40·2^(−24) ≈ 2.4e-6 (docs/NUMERICS.md §2) is the
 	// order; the measured value is 6.3e-7.
 	compensatedTol = 1e-6
 	// maxLimbsTol is the target with the most limbs (MaxLimbs = 12, i.e. 72

@@ -76,7 +76,7 @@ func TestCGAgainstDenseSolve(t *testing.T) {
 }
 
 // TestCGPoissonIterations measures the float64 CG baseline that the device
-// solvers are compared with (docs/NUMERICS_NOTES.md quotes 226 for 64²).
+// solvers are compared with (docs/NUMERICS.md §3 quotes 226 for 64²).
 func TestCGPoissonIterations(t *testing.T) {
 	for _, tc := range []struct {
 		n      int

@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultBudget is the number of programs a Cache keeps compiled at once.
-// The ANE holds about 119–128 loaded programs per process (ANE_FACTS §4);
+// The ANE holds about 119–128 loaded programs per process (docs/ENGINE.md §3);
 // the default leaves room for programs compiled outside the cache.
 const DefaultBudget = 100
 

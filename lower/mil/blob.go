@@ -41,7 +41,7 @@ func (d BlobDType) String() string {
 	return fmt.Sprintf("BlobDType(%d)", uint32(d))
 }
 
-// Layout of the weight file (ANE_FACTS §3). All integers are little-endian.
+// Layout of the weight file (docs/ENGINE.md §2). All integers are little-endian.
 const (
 	blobAlign      = 64
 	blobHeaderSize = 64         // uint32 count, uint32 version, reserved

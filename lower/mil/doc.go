@@ -3,7 +3,8 @@
 // (model.mil), a printer and a parser, and the reader and writer of the
 // weight blob file (coremltools' MILBlob storage format, version 2).
 //
-// The grammar follows shared/docs/MIL_OPS.md §22 and ANE_FACTS.md §2:
+// The grammar follows the MIL text coremlc writes and public drivers hand to
+// the engine (docs/ENGINE.md §1):
 //
 //	program(1.3)
 //	[buildInfo = dict<string, string>({{"k", "v"}, ...})]

@@ -108,7 +108,7 @@ func TestPrintParsePrintFixedPoint(t *testing.T) {
 }
 
 // maderixStyle is a hand-written program in the style of the public
-// generators (ANE_FACTS §2): the program(1.3) header, consts for every
+// generators (docs/ENGINE.md §1): the program(1.3) header, consts for every
 // non-tensor parameter, a 1x1 conv whose weight is in the blob, and a
 // concat of a tuple, with the compact spacing generators use.
 const maderixStyle = `program(1.3)
@@ -172,7 +172,7 @@ func TestParseMaderixStyle(t *testing.T) {
 	require.Equal(t, string(out), string(again))
 }
 
-// oldStyle is the coremlc output for an iOS16 model (MIL_OPS §22), with an
+// oldStyle is the coremlc output for an iOS16 model (docs/ENGINE.md §1), with an
 // old-style BLOBFILE and scalars added.
 const oldStyle = `program(1.0)
 [buildInfo = dict<tensor<string, []>, tensor<string, []>>({{"coremlc-component-MIL", "5.33.5"}, {"coremlc-version", "1877.40.3"}, {"coremltools-version", "7.0"}})]

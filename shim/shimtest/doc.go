@@ -4,7 +4,7 @@
 // op is meant for, and compares each output element with dataflow.Eval (the
 // float64 specification) evaluated on the same fp16-rounded inputs.
 //
-// Each op has an error bound derived from the numerics model (DESIGN.md):
+// Each op has an error bound derived from the numerics model (docs/ARCHITECTURE.md):
 //
 //   - Exact ops (data movement, abs, relu, maximum, minimum, neg): 0.
 //   - Correctly rounded elementwise ops: half an fp16 ulp of the exact
