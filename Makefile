@@ -46,6 +46,7 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./lower/mil/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadBlob$$' -fuzztime $(FUZZTIME) ./lower/mil/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadSafetensors$$' -fuzztime $(FUZZTIME) ./nn/
 
 fmt:
 	gofmt -w .
@@ -55,6 +56,7 @@ fmt:
 demo:
 	$(GO) run ./examples/poisson2d -out poisson2d.png
 	$(GO) run ./examples/convdiff -pe 100 -out convdiff.png
+	$(GO) run ./examples/heat2d -out heat2d.png
 
 # Prints a lowered program: what the engine (or the simulator) compiles.
 mil:

@@ -1,0 +1,95 @@
+package fft
+
+import (
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/dsp/fourier"
+
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/precision"
+	"github.com/anemone-go/anemone/shim"
+)
+
+// benchForward runs batch transforms of n points per op on the simulator
+// and reports what one dispatch costs: the program's size (nodes the cost
+// model charges, weight bytes), the time to build and compile it, and the
+// engine time lower.Estimate models for an M1 and an M5. The simulator's
+// own time (ns/op) says nothing about the engine's.
+func benchForward(b *testing.B, n, batch int, mode precision.Mode) {
+	dev, err := shim.Open("sim")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	t0 := time.Now()
+	p, err := NewPlan(n, &Settings{Device: dev, Precision: mode})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pr, err := p.program(batch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	compile := time.Since(t0)
+	xs := make([][]complex128, batch)
+	for k := range xs {
+		xs[k] = signals[0].gen(n, newRNG(uint64(k), uint64(n)))
+	}
+	for b.Loop() {
+		if _, err := p.ForwardMany(xs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	prog := pr.exe.Program()
+	b.ReportMetric(float64(compile.Milliseconds()), "compile-ms")
+	b.ReportMetric(float64(len(prog.Blob)), "weight-bytes")
+	for _, fam := range []string{"ane-m1", "ane-m5"} {
+		c, err := lower.Estimate(prog, fam)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if fam == "ane-m1" {
+			b.ReportMetric(float64(c.Nodes), "ops")
+		}
+		b.ReportMetric(float64(c.Time.Microseconds()), "modeled-µs-"+fam[4:])
+	}
+}
+
+func BenchmarkForward1024(b *testing.B)            { benchForward(b, 1024, 1, precision.FP16) }
+func BenchmarkForward16384(b *testing.B)           { benchForward(b, 16384, 1, precision.FP16) }
+func BenchmarkForward65536(b *testing.B)           { benchForward(b, 65536, 1, precision.FP16) }
+func BenchmarkForward262144(b *testing.B)          { benchForward(b, 1<<18, 1, precision.FP16) }
+func BenchmarkForwardMany64x1024(b *testing.B)     { benchForward(b, 1024, 64, precision.FP16) }
+func BenchmarkCompensatedForward1024(b *testing.B) { benchForward(b, 1024, 1, precision.Compensated) }
+func BenchmarkCompensatedForward16384(b *testing.B) {
+	benchForward(b, 16384, 1, precision.Compensated)
+}
+func BenchmarkCompensatedForward65536(b *testing.B) {
+	benchForward(b, 65536, 1, precision.Compensated)
+}
+func BenchmarkCompensatedForwardMany64x1024(b *testing.B) {
+	benchForward(b, 1024, 64, precision.Compensated)
+}
+
+// The float64 baselines: gonum's FFT (dsp/fourier, FFTPACK's mixed radix)
+// on the host, the same signals.
+func benchGonum(b *testing.B, n, batch int) {
+	f := fourier.NewCmplxFFT(n)
+	xs := make([][]complex128, batch)
+	for k := range xs {
+		xs[k] = signals[0].gen(n, newRNG(uint64(k), uint64(n)))
+	}
+	dst := make([]complex128, n)
+	for b.Loop() {
+		for _, x := range xs {
+			f.Coefficients(dst, x)
+		}
+	}
+}
+
+func BenchmarkGonumFFT1024(b *testing.B)        { benchGonum(b, 1024, 1) }
+func BenchmarkGonumFFT16384(b *testing.B)       { benchGonum(b, 16384, 1) }
+func BenchmarkGonumFFT65536(b *testing.B)       { benchGonum(b, 65536, 1) }
+func BenchmarkGonumFFT262144(b *testing.B)      { benchGonum(b, 1<<18, 1) }
+func BenchmarkGonumFFTMany64x1024(b *testing.B) { benchGonum(b, 1024, 64) }

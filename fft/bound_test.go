@@ -1,0 +1,132 @@
+package fft
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/precision"
+)
+
+// TestStageBound checks the scaling by construction, in exact arithmetic:
+// the program's graph is evaluated in float64 (dataflow.Eval, the
+// definition of every op) on host-packed inputs that reach the worst case
+// (a constant puts a whole stage's sum into one output; an on-grid tone
+// puts the whole transform into one bin), and every conv output must stay
+// at or below 2¹⁴, half the engine's matmul cliff of 32752, and every
+// other value below fp16's 65504. (Compensated convs are scaled by a bound
+// on their digit sums, which data cannot reach, so they stay far below.)
+func TestStageBound(t *testing.T) {
+	cases := []struct {
+		dims []int
+		mode precision.Mode
+	}{
+		{[]int{256}, precision.FP16},
+		{[]int{240}, precision.FP16},
+		{[]int{4096}, precision.FP16},
+		{[]int{64, 64}, precision.FP16},
+		{[]int{1024}, precision.Compensated},
+		{[]int{30, 32}, precision.Compensated},
+	}
+	if !testing.Short() {
+		cases = append(cases, struct {
+			dims []int
+			mode precision.Mode
+		}{[]int{65536}, precision.FP16}, struct {
+			dims []int
+			mode precision.Mode
+		}{[]int{15360}, precision.FP16})
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%v/%v", c.dims, c.mode), func(t *testing.T) {
+			p := &program{lay: newLayout(c.dims, 2, blockFor(c.mode)), sign: -1, mode: c.mode}
+			g := p.graph(16384)
+			require.NoError(t, g.Err())
+			var convs []int
+			for _, n := range g.Nodes() {
+				if n.Op == dataflow.OpConv2D || n.Op == dataflow.OpMatMul {
+					convs = append(convs, n.ID)
+				}
+			}
+			for i := range g.NumNodes() {
+				if g.Nodes()[i].Op != dataflow.OpConst {
+					v, _ := g.ValueOf(i)
+					g.Output(fmt.Sprintf("probe%d", i), v)
+				}
+			}
+			require.NoError(t, g.Err())
+			n := p.lay.total
+			constant := make([]complex128, n)
+			tone := make([]complex128, n)
+			for j := range n {
+				constant[j] = complex(1, -1)
+				ph := 2 * math.Pi * float64((7*j)%n) / float64(n)
+				tone[j] = complex(math.Cos(ph), math.Sin(ph))
+			}
+			buf, _, _, err := p.pack("test", [][]complex128{constant, tone})
+			require.NoError(t, err)
+			in := make([]float64, len(buf))
+			for i, v := range buf {
+				in[i] = float64(v)
+			}
+			outs, err := dataflow.Eval(g, map[string][]float64{"x": in})
+			require.NoError(t, err)
+			isConv := map[int]bool{}
+			for _, id := range convs {
+				isConv[id] = true
+			}
+			worstConv := 0.0
+			for i, nd := range g.Nodes() {
+				if nd.Op == dataflow.OpConst {
+					continue
+				}
+				m := 0.0
+				for _, v := range outs[fmt.Sprintf("probe%d", i)] {
+					m = max(m, math.Abs(v))
+				}
+				if isConv[i] {
+					worstConv = max(worstConv, m)
+					require.LessOrEqual(t, m, float64(1<<14), "conv node %d", i)
+				}
+				require.Less(t, m, fp16.MaxValue, "node %d (%s)", i, nd.Op)
+			}
+			if c.mode == precision.FP16 {
+				// FP16 stages are scaled to the exact worst case, which the
+				// constant reaches within a factor 4 of 2¹³: its modulus
+				// lies in [2¹², 2¹³) and splits over two components, and a
+				// block such as 240 grows by 240/256 only.
+				require.Greater(t, worstConv, float64(1<<11), "the worst case is reached, not missed")
+			}
+		})
+	}
+}
+
+// TestLowersForEngineTargets: the programs lower (and pass lower.Lint) for
+// the M1 and M5 families, not only for the simulator's target.
+func TestLowersForEngineTargets(t *testing.T) {
+	for _, tg := range []lower.Target{lower.TargetM1, lower.TargetM5} {
+		for _, c := range []struct {
+			dims  []int
+			batch int
+			mode  precision.Mode
+		}{
+			{[]int{256}, 1, precision.FP16},
+			{[]int{65536}, 1, precision.FP16},
+			{[]int{1024}, 64, precision.FP16},
+			{[]int{64, 64}, 1, precision.FP16},
+			{[]int{4096}, 1, precision.Compensated},
+		} {
+			p := &program{lay: newLayout(c.dims, c.batch, blockFor(c.mode)), sign: -1, mode: c.mode}
+			g := p.graph(min(tg.MaxSpatial, 16384))
+			prog, err := lower.Lower(g, tg)
+			require.NoError(t, err, "%s %v×%d %v", tg.Name, c.dims, c.batch, c.mode)
+			require.Len(t, prog.InputSurfaces, 1)
+			require.Len(t, prog.OutputSurfaces, 1)
+		}
+	}
+}

@@ -1,0 +1,385 @@
+package fft
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
+)
+
+// stage is one dense DFT block of a transform. A transform over dims
+// n_1 × … × n_d (row-major, n_1 outermost) on B signals is a sequence of
+// stages: the factors of n_1 (factorize), then those of n_2, and so on.
+// Before stage i the data is the tensor [1, 2·f, P, Q] (channels: real
+// parts then imaginary parts of the f values of the index the stage
+// contracts; P: the signal and the frequency digits already computed; Q:
+// the index digits still to come); the stage is a 1×1 conv over the
+// channels, that is, a matmul whose contraction is the stage's 2·f real
+// terms.
+type stage struct {
+	f     int // block length
+	rest  int // product of the later factors of the same dimension
+	later int // product of the lengths of the later dimensions
+	p, q  int // the P and Q extents before the stage
+	// outStride is what the stage's frequency digit k is worth in the
+	// natural (row-major) output index.
+	outStride int
+	shift     int // the stage matrix is DFT_f·2^−shift
+}
+
+// twiddled reports whether a twiddle multiply follows the stage (it does
+// when the same dimension has later factors: the four-step FFT).
+func (s stage) twiddled() bool { return s.rest > 1 }
+
+// layout is the schedule of one transform program.
+type layout struct {
+	dims   []int
+	total  int // product of dims
+	batch  int
+	stages []stage
+	// inExp: the host scales every signal so that its largest complex
+	// modulus lies in [2^inExp, 2^(inExp+1)).
+	inExp int
+	// outShift: the device output times 2^outShift is the transform of the
+	// scaled input.
+	outShift int
+	// roots[d][m] = exp(−2πi·m/dims[d]), for the host's check.
+	roots [][]complex128
+	// natOf maps the device output order (k_m, then k_1 … k_(m−1), the
+	// last fastest) to the natural output index.
+	natOf []int
+}
+
+// stageBound is the bound every stage output is kept under: half the
+// engine's matmul cliff 2¹⁴, leaving a factor 2 for rounding (the fp16
+// entries of a DFT row have modulus ≤ 1 + 2⁻¹¹, and a narrow accumulator
+// adds at most a factor (1 + 2⁻¹¹)^512 < 1.3 on the way).
+const (
+	stageBound    = 1 << stageBoundExp
+	stageBoundExp = 13
+)
+
+// newLayout schedules a transform of the given dims on batch signals.
+func newLayout(dims []int, batch, maxBlock int) *layout {
+	l := &layout{dims: append([]int(nil), dims...), batch: batch, total: 1}
+	for _, d := range dims {
+		l.total *= d
+	}
+	p, q := batch, l.total
+	for di, d := range dims {
+		later := 1
+		for _, e := range dims[di+1:] {
+			later *= e
+		}
+		fs := factorize(d, maxBlock)
+		earlier := 1
+		for i, f := range fs {
+			rest := 1
+			for _, g := range fs[i+1:] {
+				rest *= g
+			}
+			q /= f
+			l.stages = append(l.stages, stage{f: f, rest: rest, later: later, p: p, q: q,
+				outStride: earlier * later, shift: blockShift(f)})
+			p *= f
+			earlier *= f
+		}
+	}
+	// Growth bound: a stage multiplies the largest modulus by at most
+	// f·2^−shift, a twiddle by at most 1 (rounded entries: 1 + 2⁻¹¹, inside
+	// the margin of stageBound).
+	growth, worst := 1.0, 1.0
+	l.outShift = 0
+	for _, s := range l.stages {
+		growth *= float64(s.f) * math.Ldexp(1, -s.shift)
+		worst = max(worst, growth)
+		l.outShift += s.shift
+	}
+	// Largest modulus ≤ 2^(inExp+1) and 2^(inExp+1)·worst ≤ stageBound.
+	_, e := math.Frexp(worst) // worst ∈ [2^(e−1), 2^e)
+	l.inExp = stageBoundExp - 1 - e
+	if worst == math.Ldexp(1, e-1) {
+		l.inExp++ // worst a power of two
+	}
+	for _, d := range dims {
+		w := make([]complex128, d)
+		for m := range w {
+			w[m] = complex(cosTurn(m, d), -sinTurn(m, d))
+		}
+		l.roots = append(l.roots, w)
+	}
+	m := len(l.stages)
+	r := l.total / l.stages[m-1].f
+	l.natOf = make([]int, l.total)
+	digits := make([]int, m)
+	for t := range l.natOf {
+		// t = k_m·r + (k_1 … k_(m−1) in mixed radix, k_(m−1) fastest).
+		km, rr := t/r, t%r
+		for i := m - 2; i >= 0; i-- {
+			digits[i] = rr % l.stages[i].f
+			rr /= l.stages[i].f
+		}
+		digits[m-1] = km
+		nat := 0
+		for i, s := range l.stages {
+			nat += digits[i] * s.outStride
+		}
+		l.natOf[t] = nat
+	}
+	return l
+}
+
+// blockShift is the power of two a block of length f is scaled by: 1/f
+// rounded up to a power of two, so that a stage does not grow the largest
+// modulus, unless that would make a nonzero entry an fp16 subnormal (the
+// ANE may flush those); the growth left over is then taken from the input
+// scaling.
+func blockShift(f int) int {
+	s := 0
+	for 1<<s < f {
+		s++
+	}
+	small := 1.0
+	for m := 1; m < f; m++ {
+		for _, v := range []float64{cosTurn(m, f), sinTurn(m, f)} {
+			if a := math.Abs(v); a > 1e-12 && a < small {
+				small = a
+			}
+		}
+	}
+	for s > 0 && math.Ldexp(small, -s) < fp16.MinNormal {
+		s--
+	}
+	return s
+}
+
+// cosTurn and sinTurn are cos(2π·m/n) and sin(2π·m/n) with m reduced
+// exactly modulo n first, so the angle is accurate to float64 rounding.
+func cosTurn(m, n int) float64 {
+	m %= n
+	if m < 0 {
+		m += n
+	}
+	return math.Cos(2 * math.Pi * float64(m) / float64(n))
+}
+
+func sinTurn(m, n int) float64 {
+	m %= n
+	if m < 0 {
+		m += n
+	}
+	return math.Sin(2 * math.Pi * float64(m) / float64(n))
+}
+
+// dftBlock returns the real 2f×2f matrix of the f-point DFT with the given
+// sign (−1 forward, +1 inverse), row (part_out, k), column (part_in, j):
+//
+//	[ c  −σs ]   c = cos(2πjk/f), s = sin(2πjk/f), σ = sign
+//	[ σs   c ]
+//
+// so that out_re = Σ c·x_re − σs·x_im and out_im = Σ σs·x_re + c·x_im.
+func dftBlock(f, sign int) []float64 {
+	n := 2 * f
+	w := make([]float64, n*n)
+	sg := float64(sign)
+	for k := range f {
+		for j := range f {
+			c, s := cosTurn(j*k, f), sg*sinTurn(j*k, f)
+			w[k*n+j] = c
+			w[k*n+f+j] = -s
+			w[(f+k)*n+j] = s
+			w[(f+k)*n+f+j] = c
+		}
+	}
+	return w
+}
+
+// twiddle returns the real and imaginary parts of exp(σ·2πi·k·qd/(f·rest))
+// on the [f, Q] grid after stage s, q = qd·later + ql.
+func twiddle(s stage, sign int) (re, im []float64) {
+	re = make([]float64, s.f*s.q)
+	im = make([]float64, s.f*s.q)
+	sub := s.f * s.rest
+	for k := range s.f {
+		for q := range s.q {
+			qd := q / s.later
+			re[k*s.q+q] = cosTurn(k*qd, sub)
+			im[k*s.q+q] = float64(sign) * sinTurn(k*qd, sub)
+		}
+	}
+	return re, im
+}
+
+// rowShape picks a 2-D shape [rows, cols] for size elements with cols the
+// largest divisor of size not above the target's row limit: the program's
+// inputs and outputs are declared in this shape and reshaped inside.
+func rowShape(size, limit int) dataflow.Shape {
+	best := 1
+	for c := 1; c*c <= size; c++ {
+		if size%c != 0 {
+			continue
+		}
+		if c <= limit {
+			best = max(best, c)
+		}
+		if d := size / c; d <= limit {
+			best = max(best, d)
+		}
+	}
+	return dataflow.Shape{size / best, best}
+}
+
+// spatial picks [H, W] with H·W = hw and W the largest divisor of hw not
+// above limit, for a 1×1 conv whose spatial split does not matter.
+func spatial(hw, limit int) (h, w int) {
+	s := rowShape(hw, limit)
+	return s[0], s[1]
+}
+
+// roundConst rounds v to fp16 and flushes a result that would be an fp16
+// subnormal to zero. The callers' constants are DFT entries and twiddles
+// scaled by at most 2^−8, so a flushed entry is below 2⁻¹⁴ in magnitude
+// where the row's largest is at least 2^−8·(1 − 2⁻¹¹): the lost term is
+// under 2⁻⁶ of an fp16 ulp of that row's result (blockShift keeps every
+// nonzero entry normal for lengths up to MaxBlock; only 2¹⁸-point twiddles
+// sin(2π/2¹⁸) ≈ 2.4e-5 are ever flushed, a relative change of 2.4e-5 in
+// one product, a tenth of the product's own fp16 rounding).
+func roundConst(v float64) float64 {
+	r := fp16.Round64(v)
+	if math.Abs(r) < fp16.MinNormal {
+		return 0
+	}
+	return r
+}
+
+// The single-stage (dense) FP16 program removes the rounding of the input,
+// of the DFT entries and of the products, leaving the rounding of the
+// result: the host splits each scaled input value x into x_h (5
+// significant bits) and x_l = fp16(x − x_h), and each entry W into W_h (6
+// significant bits) and W_l = fp16(W − W_h). The conv contracts the three
+// copies [x_l | x_h·2⁻¹¹ | x_h] against [W_h | W_l·2¹¹ | W_h] (all times
+// the block's 2^−shift): x_h·W_h has at most 11 significant bits and is
+// exact in fp16, the two small terms are 2⁻⁶ and 2⁻⁵ of it, so their
+// roundings (and the dropped x_l·W_l, 2⁻¹¹) are below 2⁻¹⁶ relative, and
+// the wide accumulator adds everything before the one rounding to fp16.
+// The small terms come first in the contraction, so that an fp16 running
+// sum (sim-narrow) adds them while it is still small.
+// (W_l·2¹¹ and x_h·2⁻¹¹ keep both factors normal: |W_l| ≥ 2⁻¹⁷ before the
+// shift is kept, a smaller one is flushed, a relative change below 2⁻¹⁷.)
+const (
+	splitCopies  = 3
+	splitLoShift = 11
+)
+
+// split reports whether the program uses the split operands: single-stage
+// transforms only, where the input comes straight from the host.
+func (l *layout) split() bool { return len(l.stages) == 1 }
+
+// roundBits rounds v to the nearest value with the given number of
+// significant bits (ties to even).
+func roundBits(v float64, bits int) float64 {
+	if v == 0 {
+		return 0
+	}
+	_, e := math.Frexp(v) // |v| ∈ [2^(e−1), 2^e)
+	q := e - bits
+	return math.Ldexp(math.RoundToEven(math.Ldexp(v, -q)), q)
+}
+
+// splitInput splits a scaled input value (|v| < 2¹⁴) into its 5-bit head
+// and the fp16 rounding of the tail; subnormal parts are flushed (they are
+// 2²⁶ below the largest input).
+func splitInput(v float64) (hi, lo float32) {
+	h := roundBits(v, 5)
+	if math.Abs(h) < fp16.MinNormal {
+		return 0, put(v, 0)
+	}
+	return float32(h), put(v-h, 0)
+}
+
+// splitBlock is the weight [2f, 3·2f] of the split dense stage.
+func splitBlock(s stage, sign int) []float64 {
+	blk := dftBlock(s.f, sign)
+	c := 2 * s.f
+	w := make([]float64, c*splitCopies*c)
+	for o := range c {
+		for i := range c {
+			v := blk[o*c+i]
+			h := roundBits(v, 6)
+			l := v - h
+			row := w[o*splitCopies*c:]
+			row[i] = roundConst(math.Ldexp(h, -s.shift))
+			row[c+i] = roundConst(math.Ldexp(l, splitLoShift-s.shift))
+			row[2*c+i] = row[i]
+		}
+	}
+	return w
+}
+
+// checkFactor is the gap at which the host's check calls a device result
+// wrong (see check).
+const checkFactor = 0.25
+
+// check compares the device's transform y of x with what the host can
+// verify in O(n) float64 work: Parseval's identity Σ|y_k|² = n·Σ|x_j|², and
+// two output bins recomputed by their defining sums. A correct device
+// misses by at most 1.6e-2 of ‖y‖ in relative L2 (the FP16 bound under
+// sim-narrow), so by about 2·1.6e-2 on Parseval and, per bin, by a few
+// times 1.6e-2 of the RMS bin magnitude √(Σ|y|²/n) = √(Σ|x|²). A gap of
+// checkFactor = 0.25 on either is a failing device: zeros fail Parseval,
+// and noise of the right norm fails a bin but for a chance of about 0.1%.
+func (l *layout) check(x, y []complex128) error {
+	var ex, ey float64
+	for i := range x {
+		ex += real(x[i])*real(x[i]) + imag(x[i])*imag(x[i])
+		ey += real(y[i])*real(y[i]) + imag(y[i])*imag(y[i])
+	}
+	if ex == 0 {
+		return nil
+	}
+	n := float64(l.total)
+	if !(math.Abs(ey-n*ex) <= checkFactor*n*ex) {
+		return fmt.Errorf("Σ|X|² = %.6g where Parseval's identity wants n·Σ|x|² = %.6g: %w", ey, n*ex, ErrDevice)
+	}
+	// The RMS bin magnitude is √(Σ|X|²/n) = √(Σ|x|²).
+	rms := math.Sqrt(ex)
+	for _, k := range []int{l.total / 3, (7919*l.total/11 + 1) % l.total} {
+		want := l.bin(x, k)
+		if d := cmplxAbs(y[k] - want); !(d <= checkFactor*rms) {
+			return fmt.Errorf("bin %d is %v, the host's float64 sum gives %v (difference %.3g of the RMS bin): %w", k, y[k], want, d/rms, ErrDevice)
+		}
+	}
+	return nil
+}
+
+// bin is output k of the transform of x by its defining sum (row-major
+// multi-dimensional indices), in float64.
+func (l *layout) bin(x []complex128, k int) complex128 {
+	// Digits of k per dimension, last dimension fastest.
+	kd := make([]int, len(l.dims))
+	r := k
+	for d := len(l.dims) - 1; d >= 0; d-- {
+		kd[d] = r % l.dims[d]
+		r /= l.dims[d]
+	}
+	jd := make([]int, len(l.dims))
+	var s complex128
+	for _, v := range x {
+		w := complex(1, 0)
+		for d := range l.dims {
+			w *= l.roots[d][(jd[d]*kd[d])%l.dims[d]]
+		}
+		s += v * w
+		for d := len(l.dims) - 1; d >= 0; d-- {
+			jd[d]++
+			if jd[d] < l.dims[d] {
+				break
+			}
+			jd[d] = 0
+		}
+	}
+	return s
+}
+
+func cmplxAbs(v complex128) float64 { return math.Hypot(real(v), imag(v)) }

@@ -1,0 +1,282 @@
+package fft
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/precision"
+	"github.com/anemone-go/anemone/shim"
+)
+
+// program is one compiled transform: a layout, a direction and a mode.
+type program struct {
+	lay  *layout
+	sign int // −1 forward, +1 inverse (unnormalized)
+	mode precision.Mode
+	exe  shim.Executable
+	comp *compSchedule // Compensated mode only
+}
+
+// maxRow is the longest row a program's tensors use.
+func maxRow(dev shim.Device) int {
+	if s := dev.Info().Target.MaxSpatial; s > 0 {
+		return min(s, 16384)
+	}
+	return 16384
+}
+
+// build lowers and compiles g; an error the target or device raises for a
+// program it cannot run also wraps ErrUnsupported.
+func build(dev shim.Device, g *dataflow.Graph, what string) (shim.Executable, error) {
+	exe, err := shim.Build(dev, g)
+	if err == nil {
+		return exe, nil
+	}
+	if errors.Is(err, lower.ErrUnsupported) || errors.Is(err, shim.ErrUnsupported) {
+		return nil, fmt.Errorf("fft: %s: %w", what, errors.Join(ErrUnsupported, err))
+	}
+	return nil, fmt.Errorf("fft: %s: %w", what, err)
+}
+
+// newProgram builds the program of lay in mode on dev.
+func newProgram(dev shim.Device, lay *layout, sign int, mode precision.Mode) (*program, error) {
+	p := &program{lay: lay, sign: sign, mode: mode}
+	g := p.graph(maxRow(dev))
+	if err := g.Err(); err != nil {
+		return nil, fmt.Errorf("fft: building the %v program for %v × %d: %w", mode, lay.dims, lay.batch, err)
+	}
+	exe, err := build(dev, g, fmt.Sprintf("%v transform of %v points × %d signals", mode, lay.dims, lay.batch))
+	if err != nil {
+		return nil, err
+	}
+	p.exe = exe
+	return p, nil
+}
+
+// graph builds the program's graph, with rows of at most limit elements.
+func (p *program) graph(limit int) *dataflow.Graph {
+	if p.mode == precision.Compensated {
+		p.comp = &compSchedule{}
+		return p.comp.graph(p.lay, p.sign, limit)
+	}
+	return fp16Graph(p.lay, p.sign, limit)
+}
+
+// fp16Graph builds the one-pass program: per stage a 1×1 conv with the
+// scaled DFT block, then the twiddle multiply (four elementwise products
+// and two sums on the real and imaginary halves) and the transpose that
+// brings the next stage's index onto the channels.
+func fp16Graph(lay *layout, sign int, limit int) *dataflow.Graph {
+	g := dataflow.New()
+	size := 2 * lay.batch * lay.total
+	copies := 1 // copies of the input: three for the split dense stage
+	if lay.split() {
+		copies = splitCopies
+	}
+	x := g.Input("x", rowShape(copies*size, limit))
+	st := lay.stages
+	h0, w0 := spatial(st[0].p*st[0].q, limit)
+	cur := g.Reshape(x, dataflow.Shape{1, copies * 2 * st[0].f, h0, w0})
+	for i, s := range st {
+		c := 2 * s.f
+		var wt dataflow.Value
+		if i == 0 && copies > 1 {
+			wt = g.Const("dft0", dataflow.Shape{c, copies * c, 1, 1}, splitBlock(s, sign))
+		} else {
+			blk := dftBlock(s.f, sign)
+			for j, v := range blk {
+				blk[j] = roundConst(math.Ldexp(v, -s.shift))
+			}
+			wt = g.Const(fmt.Sprintf("dft%d", i), dataflow.Shape{c, c, 1, 1}, blk)
+		}
+		y := g.Conv2D(cur, wt, dataflow.Conv2DOptions{})
+		copies = 1
+		if i == len(st)-1 {
+			g.Output("y", g.Reshape(y, rowShape(size, limit)))
+			break
+		}
+		if s.twiddled() {
+			y = g.Reshape(y, dataflow.Shape{1, c, s.p, s.q})
+			re, im := twiddle(s, sign)
+			for j := range re {
+				re[j], im[j] = roundConst(re[j]), roundConst(im[j])
+			}
+			tr := g.Const(fmt.Sprintf("tw%d_re", i), dataflow.Shape{1, s.f, 1, s.q}, re)
+			ti := g.Const(fmt.Sprintf("tw%d_im", i), dataflow.Shape{1, s.f, 1, s.q}, im)
+			yr := g.Slice(y, []int{0, 0, 0, 0}, []int{1, s.f, s.p, s.q})
+			yi := g.Slice(y, []int{0, s.f, 0, 0}, []int{1, s.f, s.p, s.q})
+			zr := g.Sub(g.Mul(yr, tr), g.Mul(yi, ti))
+			zi := g.Add(g.Mul(yr, ti), g.Mul(yi, tr))
+			y = g.Concat(1, zr, zi)
+		}
+		cur = nextStage(g, y, s, st[i+1], limit)
+	}
+	return g
+}
+
+// nextStage moves the next stage's index digit from the front of Q onto the
+// channels and the finished frequency digit to the back of P:
+// [2, f, P, f', Q'] → [2, f', P, f, Q'], returned as the next conv's input
+// [1, 2f', H, W] with H·W = P·f·Q' (spatial).
+// Before the last stage Q' is 1 and the transpose is rank 4, so that no
+// tensor has a last dimension of 1 (short rows have failed on some chips).
+func nextStage(g *dataflow.Graph, y dataflow.Value, s, n stage, limit int) dataflow.Value {
+	var t dataflow.Value
+	if n.q == 1 {
+		t = g.Transpose(g.Reshape(y, dataflow.Shape{2, s.f, s.p, n.f}), []int{0, 3, 2, 1})
+	} else {
+		t = g.Transpose(g.Reshape(y, dataflow.Shape{2, s.f, s.p, n.f, n.q}), []int{0, 3, 2, 1, 4})
+	}
+	h, w := spatial(n.p*n.q, limit)
+	return g.Reshape(t, dataflow.Shape{1, 2 * n.f, h, w})
+}
+
+// inputScale returns the exponent e that puts the largest complex modulus
+// of x·2^e in [2^inExp, 2^(inExp+1)), and checks x: NaN or ±Inf, or a
+// transform that would overflow float64, is ErrRange. An all-zero x gives
+// ok == false.
+func (l *layout) inputScale(what string, x []complex128) (e int, ok bool, err error) {
+	m := 0.0
+	for i, v := range x {
+		re, im := real(v), imag(v)
+		if math.IsNaN(re) || math.IsNaN(im) || math.IsInf(re, 0) || math.IsInf(im, 0) {
+			return 0, false, fmt.Errorf("fft: %s: x[%d] = %v is not finite; remove NaN and ±Inf before transforming: %w", what, i, v, ErrRange)
+		}
+		m = max(m, math.Hypot(re, im))
+	}
+	if m == 0 {
+		return 0, false, nil
+	}
+	if m > math.MaxFloat64/float64(l.total) {
+		return 0, false, fmt.Errorf("fft: %s: largest modulus %g times the length %d overflows float64, so no power-of-two scaling can return the transform; scale the input down: %w", what, m, l.total, ErrRange)
+	}
+	_, p := math.Frexp(m) // m ∈ [2^(p−1), 2^p)
+	return l.inExp + 1 - p, true, nil
+}
+
+// put stores fp16(v·2^e) in float32, with fp16 subnormals flushed to zero
+// (they lie 2²⁶ below the signal's largest modulus; the engine may flush
+// them, so the program never depends on them).
+func put(v float64, e int) float32 {
+	r := fp16.Round64(math.Ldexp(v, e))
+	if math.Abs(r) < fp16.MinNormal {
+		return 0
+	}
+	return float32(r)
+}
+
+// run transforms the signals xs (each of length lay.total) in one dispatch.
+func (p *program) run(what string, xs [][]complex128) ([][]complex128, error) {
+	buf, exps, live, err := p.pack(what, xs)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := p.exe.Run([][]float32{buf})
+	if err != nil {
+		return nil, deviceError(what, err)
+	}
+	ys := p.unpack(outs, exps, live)
+	for b, y := range ys {
+		if err := p.lay.check(xs[b], y); err != nil {
+			return nil, fmt.Errorf("fft: %s: signal %d: %w", what, b, err)
+		}
+	}
+	return ys, nil
+}
+
+// pack scales every signal by its own power of two (exps) and lays the
+// batch out as the program's input: stage 0's [copies, 2, f, B, Q] tensor
+// (part, index digit j_1, signal, remaining index). live is false for an
+// all-zero signal.
+func (p *program) pack(what string, xs [][]complex128) (buf []float32, exps []int, live []bool, err error) {
+	l := p.lay
+	B, s0 := l.batch, l.stages[0]
+	exps = make([]int, B)
+	live = make([]bool, B)
+	plane := 2 * B * l.total // one copy of the input
+	copies := 1
+	switch {
+	case p.mode == precision.Compensated:
+		copies = dataLevels
+	case l.split():
+		copies = splitCopies
+	}
+	buf = make([]float32, copies*plane)
+	for b, x := range xs {
+		e, ok, err := l.inputScale(what, x)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		exps[b], live[b] = e, ok
+		if !ok {
+			continue
+		}
+		for j1 := range s0.f {
+			for q := range s0.q {
+				v := x[j1*s0.q+q]
+				for part, c := range [2]float64{real(v), imag(v)} {
+					at := ((part*s0.f+j1)*B+b)*s0.q + q
+					switch {
+					case p.mode == precision.Compensated:
+						putDigits(buf, plane, at, math.Ldexp(c, e))
+					case copies == 1:
+						buf[at] = put(c, e)
+					default:
+						hi, lo := splitInput(math.Ldexp(c, e))
+						buf[at] = lo
+						buf[plane+at] = put(float64(hi), -splitLoShift)
+						buf[2*plane+at] = hi
+					}
+				}
+			}
+		}
+	}
+	return buf, exps, live, nil
+}
+
+// unpack reads the device output order (part, k_m, signal, k_1 … k_(m−1))
+// into natural order and undoes the scaling; Compensated outputs are
+// pieces, added smallest first in float64.
+func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex128 {
+	l := p.lay
+	B, sm := l.batch, l.stages[len(l.stages)-1]
+	r := l.total / sm.f
+	res := make([][]complex128, B)
+	for b := range B {
+		y := make([]complex128, l.total)
+		res[b] = y
+		if !live[b] {
+			continue
+		}
+		for t, nat := range l.natOf {
+			km, rr := t/r, t%r
+			ir, ii := (km*B+b)*r+rr, ((sm.f+km)*B+b)*r+rr
+			if p.mode != precision.Compensated {
+				sc := l.outShift - exps[b]
+				y[nat] = complex(math.Ldexp(float64(outs[0][ir]), sc), math.Ldexp(float64(outs[0][ii]), sc))
+				continue
+			}
+			var re, im float64
+			for k := len(outs) - 1; k >= 0; k-- {
+				u := p.comp.units[k] + l.outShift - exps[b]
+				re += math.Ldexp(float64(outs[k][ir]), u)
+				im += math.Ldexp(float64(outs[k][ii]), u)
+			}
+			y[nat] = complex(re, im)
+		}
+	}
+	return res
+}
+
+// deviceError wraps a device failure; an fp16 overflow on the device (which
+// the scaling rules out) is ErrRange as well.
+func deviceError(what string, err error) error {
+	if errors.Is(err, shim.ErrRange) {
+		return fmt.Errorf("fft: %s: the device overflowed fp16: %w", what, errors.Join(ErrRange, err))
+	}
+	return fmt.Errorf("fft: %s: %w", what, err)
+}
