@@ -138,7 +138,7 @@ func cmdCaps(args []string, w io.Writer) error {
 		return err
 	}
 	defer dev.Close()
-	results := shimtest.Check(dev)
+	results := append(shimtest.Check(dev), shimtest.CheckLayers(dev)...)
 	if *asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -218,7 +218,7 @@ func runSelftest(dev shim.Device, short bool) *selftestReport {
 	}
 	e := &env{dev: dev, t: info.Target, narrow: strings.Contains(info.Name, "narrow"), short: short}
 
-	rep.Conformance = shimtest.Check(dev)
+	rep.Conformance = append(shimtest.Check(dev), shimtest.CheckLayers(dev)...)
 	rep.Probes = append(rep.Probes, conformanceProbe(rep.Conformance))
 	for _, f := range []struct {
 		name string

@@ -22,8 +22,13 @@ type Result struct {
 	Elements  int     `json:"elements"`   // output elements compared
 	MaxULPs   float64 `json:"max_ulps"`   // largest |device − exact| in fp16 ulps of the exact value
 	BoundULPs float64 `json:"bound_ulps"` // the bound at that element, in the same ulps
-	Pass      bool    `json:"pass"`
-	Error     string  `json:"error,omitempty"`
+	MaxRatio  float64 `json:"max_ratio"`  // largest |device − exact| / bound over the elements
+	// Detects is the smallest relative error this case is sure to catch:
+	// a device whose outputs are all off by a factor 1 ± s with s >
+	// Detects fails it (min over elements of (bound + |error|)/|device|).
+	Detects float64 `json:"detects"`
+	Pass    bool    `json:"pass"`
+	Error   string  `json:"error,omitempty"`
 
 	// The registry's record of the op on the engine (lower.Capability).
 	Evidence   string `json:"evidence"`              // where it is reported compiling
@@ -70,7 +75,8 @@ type inputSpec struct {
 	name   string
 	shape  dataflow.Shape
 	lo, hi float64
-	signed bool // draw |x| in [lo, hi] and a random sign
+	signed bool                       // draw |x| in [lo, hi] and a random sign
+	gen    func(*rand.Rand) []float64 // when set, draws the values instead
 }
 
 func in(name string, shape dataflow.Shape, lo, hi float64) inputSpec {
@@ -228,20 +234,12 @@ func runCase(dev shim.Device, info shim.Info, c opCase, seed uint64) (res Result
 	dev32 := make([][]float32, len(c.inputs))
 	for i, s := range c.inputs {
 		vals[i] = g.Input(s.name, s.shape)
-		n := s.shape.Size()
-		xs, as, x32 := make([]float64, n), make([]float64, n), make([]float32, n)
-		for j := range xs {
-			v := s.lo + (s.hi-s.lo)*rng.Float64()
-			if s.signed && rng.IntN(2) == 0 {
-				v = -v
-			}
-			v = fp16.Round64(v) // Eval sees exactly what the device sees
-			if math.Abs(v) < fp16.MinNormal {
-				v = 0 // inputs are never subnormal: the engine may flush them
-			}
-			xs[j], as[j], x32[j] = v, math.Abs(v), float32(v)
+		host[s.name], dev32[i] = draw(rng, s)
+		as := make([]float64, len(host[s.name]))
+		for j, v := range host[s.name] {
+			as[j] = math.Abs(v)
 		}
-		host[s.name], abs[s.name], dev32[i] = xs, as, x32
+		abs[s.name] = as
 	}
 	g.Output("out", c.build(g, vals, g.Const))
 	if err := g.Err(); err != nil {
@@ -291,18 +289,13 @@ func runCase(dev shim.Device, info shim.Info, c opCase, seed uint64) (res Result
 	if narrow(info) {
 		uAcc = fp16.UnitRoundoff
 	}
-	res.Elements = len(got[0])
-	res.Pass = true
-	worst := -1.0
-	for j, w := range want["out"] {
-		d := float64(got[0][j])
-		if math.IsNaN(d) {
-			return fail(fmt.Errorf("shimtest: element %d is NaN, want %g", j, w))
-		}
+	exactWant := want["out"]
+	bounds := make([]float64, len(exactWant))
+	for j, w := range exactWant {
 		var bound float64
 		switch c.bound {
 		case exact:
-			w = fp16.Round64(w) // exact up to the representation
+			exactWant[j] = fp16.Round64(w) // exact up to the representation
 		case rounded:
 			bound = c.ulps * ulp16(w)
 			if tableOps[c.op] && approximate(info) {
@@ -316,18 +309,9 @@ func runCase(dev shim.Device, info shim.Info, c opCase, seed uint64) (res Result
 		if approximate(info) && math.Abs(w)-bound < fp16.MinNormal {
 			bound += fp16.MinNormal // the result may be subnormal and flushed to zero
 		}
-		errAbs := math.Abs(d - w)
-		ulps := errAbs / ulp16(w)
-		if ulps > worst {
-			worst = ulps
-			res.MaxULPs, res.BoundULPs = ulps, bound/ulp16(w)
-		}
-		if errAbs > bound && res.Error == "" {
-			res.Pass = false
-			res.Error = fmt.Sprintf("element %d: got %g, want %g ± %.3g", j, d, w, bound)
-		}
+		bounds[j] = bound
 	}
-	return res
+	return compare(res, got[0], exactWant, bounds)
 }
 
 func lenFirst(xs [][]float32) int {
@@ -337,11 +321,12 @@ func lenFirst(xs [][]float32) int {
 	return len(xs[0])
 }
 
-// Test runs the suite as subtests of t, one per case, failing those whose
-// error exceeds the bound.
+// Test runs the suite — the op cases of Check and the layer cases of
+// CheckLayers — as subtests of t, one per case, failing those whose error
+// exceeds the bound.
 func Test(t *testing.T, dev shim.Device) {
 	t.Helper()
-	for _, r := range Check(dev) {
+	for _, r := range append(Check(dev), CheckLayers(dev)...) {
 		name := r.Op
 		if r.Case != "" {
 			name += "/" + r.Case
@@ -351,7 +336,7 @@ func Test(t *testing.T, dev shim.Device) {
 				t.Errorf("%s on %s: %s (max error %.3g ulps, bound %.3g)", name, dev.Info().Name, r.Error, r.MaxULPs, r.BoundULPs)
 				return
 			}
-			t.Logf("max error %.3g ulps (bound %.3g) over %d elements", r.MaxULPs, r.BoundULPs, r.Elements)
+			t.Logf("max error %.3g ulps (bound %.3g there), largest error/bound %.3g, over %d elements", r.MaxULPs, r.BoundULPs, r.MaxRatio, r.Elements)
 		})
 	}
 }
