@@ -18,7 +18,7 @@ func benchCG(b *testing.B, n, unroll int) {
 	dev := simDevice(b, "sim")
 	op := poisson(b, n, n)
 	rhs := randVec(n*n, 1)
-	set := &Settings{Device: dev, Unroll: unroll}
+	set := &Settings{Device: dev, Unroll: unroll, MaxDispatches: 2000}
 	if _, err := CG(op, rhs, set); err != nil { // compile outside the timer
 		b.Fatal(err)
 	}
@@ -32,6 +32,8 @@ func benchCG(b *testing.B, n, unroll int) {
 	b.ReportMetric(float64(res.Dispatches), "dispatches")
 	b.ReportMetric(float64(res.Iterations), "iterations")
 	b.ReportMetric(float64(res.DeviceBytes)/float64(n*n)/float64(res.Iterations), "device-B/unknown/iter")
+	b.ReportMetric(float64(res.DeviceBytes)/float64(n*n), "device-B/unknown/solve")
+	b.ReportMetric(float64(res.Dispatches*(unroll+1)), "applications")
 	plan, err := planCG(op, set.withDefaults())
 	if err != nil {
 		b.Fatal(err)
@@ -60,8 +62,10 @@ func reportModeled(b *testing.B, graph func() (*dataflow.Graph, error), dispatch
 	}
 }
 
-func BenchmarkCGPoisson64(b *testing.B)  { benchCG(b, 64, DefaultUnroll) }
-func BenchmarkCGPoisson128(b *testing.B) { benchCG(b, 128, DefaultUnroll) }
+func BenchmarkCGPoisson64(b *testing.B)   { benchCG(b, 64, DefaultUnroll) }
+func BenchmarkCGPoisson128(b *testing.B)  { benchCG(b, 128, DefaultUnroll) }
+func BenchmarkCGPoisson512(b *testing.B)  { benchCG(b, 512, DefaultUnroll) }
+func BenchmarkCGPoisson1024(b *testing.B) { benchCG(b, 1024, DefaultUnroll) }
 
 // The float64 baselines: textbook CG on the same problems (gonum vectors).
 func benchReferenceCG(b *testing.B, n int) {
@@ -78,22 +82,33 @@ func benchReferenceCG(b *testing.B, n int) {
 		}
 	}
 	b.ReportMetric(float64(res.Iterations), "iterations")
+	// Device-style bytes of float64 CG, counted as lower.Estimate counts a
+	// program (every operand read and every result written, once per op):
+	// per iteration q = A·p reads p and writes q (the stencil's 5
+	// coefficients are constants, 0 bytes per unknown), p·q and r·r read
+	// two vectors each, x += αp and r −= αq read two and write one each,
+	// p = r + βp reads two and writes one: 2 + 4 + 3 + 3 + 3 = 15 vectors
+	// of 8 bytes = 120 bytes per unknown per iteration.
+	b.ReportMetric(120*float64(res.Iterations), "float64-B/unknown/solve")
 }
 
-func BenchmarkReferenceCGPoisson64(b *testing.B)  { benchReferenceCG(b, 64) }
-func BenchmarkReferenceCGPoisson128(b *testing.B) { benchReferenceCG(b, 128) }
+func BenchmarkReferenceCGPoisson64(b *testing.B)   { benchReferenceCG(b, 64) }
+func BenchmarkReferenceCGPoisson128(b *testing.B)  { benchReferenceCG(b, 128) }
+func BenchmarkReferenceCGPoisson512(b *testing.B)  { benchReferenceCG(b, 512) }
+func BenchmarkReferenceCGPoisson1024(b *testing.B) { benchReferenceCG(b, 1024) }
 
-// BenchmarkCGBuild128 measures building the unrolled graph, lowering it and
-// compiling it on the simulator (a fresh device each time: no cache hit).
+// BenchmarkCGBuild128 measures building the device polynomial's graph,
+// lowering it and compiling it on the simulator (a fresh device each time:
+// no cache hit).
 func BenchmarkCGBuild128(b *testing.B) {
 	op := poisson(b, 128, 128)
-	sigma := pow2Exp(op.NormInf())
-	apply := func(g *dataflow.Graph, p dataflow.Value) (dataflow.Value, dataflow.Value) {
-		return op.DeviceApply(g, p, sigma), dataflow.Value{}
+	plan, err := planCG(op, (&Settings{}).withDefaults())
+	if err != nil {
+		b.Fatal(err)
 	}
 	var lowerNS, compileNS float64
 	for b.Loop() {
-		g, err := cgGraph(128*128, apply, nil, DefaultUnroll, false)
+		g, err := plan.graph()
 		if err != nil {
 			b.Fatal(err)
 		}

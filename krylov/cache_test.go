@@ -30,11 +30,15 @@ func TestResolveReusesProgram(t *testing.T) {
 			require.Positive(t, first.Build)
 			require.Less(t, second.Build, first.Build/10, "first %v, second %v", first.Build, second.Build)
 
-			// A setting that shapes the program is a new program.
+			// A setting that shapes the program is a new program (GMRES's
+			// device program, its preconditioner, depends on neither).
 			s2 := *s
 			s2.Unroll, s2.Restart = 6, 10
 			_, err = sv.solve(op, randVec(36, 3), &s2)
 			require.NoError(t, err)
+			if sv.name[0] == 'G' {
+				builds--
+			}
 			require.Equal(t, builds+1, graphBuilds.Load())
 			// One that does not (Tol, X0, MaxDispatches) is not.
 			s3 := *s

@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
 	_ "github.com/anemone-go/anemone/shim/ane" // the engine, where there is one
@@ -265,4 +267,85 @@ func toFloat32(dst []float32, src []float64, scale float64) {
 	for i, v := range src {
 		dst[i] = float32(v * scale)
 	}
+}
+
+// twoSum returns s = fl(a + b) and the rounding error e with a + b = s + e
+// exactly (Knuth's TwoSum, TAOCP vol. 2 §4.2.2): six correctly rounded
+// fp16 operations, no assumption on the operands' sizes.
+func twoSum(g *dataflow.Graph, a, b dataflow.Value) (s, e dataflow.Value) {
+	s = g.Add(a, b)
+	bb := g.Sub(s, a)
+	e = g.Add(g.Sub(a, g.Sub(s, bb)), g.Sub(b, bb))
+	return s, e
+}
+
+// outputs names a program's outputs.
+type outputs struct {
+	idx map[string]int
+	out [][]float32
+}
+
+func outputNames(exe shim.Executable) map[string]int {
+	idx := map[string]int{}
+	for i, o := range exe.Program().Outputs {
+		idx[o.Name] = i
+	}
+	return idx
+}
+
+// get returns the named output, or nil if the program has none.
+func (o outputs) get(name string) []float32 {
+	if i, ok := o.idx[name]; ok && i < len(o.out) {
+		return o.out[i]
+	}
+	return nil
+}
+
+// roundFP16 returns x rounded to fp16, as the device reads it.
+func roundFP16(x []float32) []float32 {
+	y := make([]float32, len(x))
+	for i, v := range x {
+		y[i] = fp16.Round32(v)
+	}
+	return y
+}
+
+// checkApplyShape reports an operator whose device apply did not return
+// a [1, n] vector.
+func checkApplyShape(g *dataflow.Graph, q dataflow.Value, n int) error {
+	if err := g.Err(); err != nil {
+		return fmt.Errorf("krylov: the operator's DeviceApply: %w", err)
+	}
+	if !q.Shape().Equal(dataflow.Shape{1, n}) {
+		return fmt.Errorf("krylov: the operator's DeviceApply returned shape %v, want [1 %d]: %w", q.Shape(), n, ErrShape)
+	}
+	return nil
+}
+
+// maxScale returns v/max|v| and max|v|, floored at 2⁻¹⁴ (fp16's smallest
+// normal number) so that a zero vector stays zero instead of becoming NaN;
+// a vector below the floor comes back with entries below 1, not 1.
+func maxScale(g *dataflow.Graph, v dataflow.Value) (scaled, peak dataflow.Value) {
+	peak = g.Maximum(g.ReduceMax(g.Abs(v), []int{1}, true), g.Scalar(0x1p-14))
+	return g.Div(v, peak), peak
+}
+
+// vectorNorm is the 2-norm the device's vectors are scaled to: a power of
+// two near √n/2, so that entries are about ½ (far from fp16's subnormals,
+// whose products would underflow) and a dot product of two such vectors,
+// about n/4, stays far below 65504.
+func vectorNorm(n int) float64 {
+	return math.Exp2(math.Floor(math.Log2(math.Sqrt(float64(n)) / 2)))
+}
+
+// scaleBy sets dst = S·x (dst = x when s is nil) and returns ‖dst‖₂.
+func scaleBy(dst, s, x []float64) float64 {
+	if s == nil {
+		copy(dst, x)
+	} else {
+		for i, v := range x {
+			dst[i] = s[i] * v
+		}
+	}
+	return norm2(dst)
 }

@@ -38,7 +38,11 @@ import (
 // The error is that of truncating the digit triangle, about 2^(−5L)·‖A‖‖p‖,
 // plus the accumulated TwoSum error, about u²·max term.
 const (
-	compBits = 5
+	// compensatedLimbs is the limb count of A in Compensated mode: the
+	// truncation error, about 2^(−5·6) ≈ 1e-9 of ‖A‖‖p‖, keeps the
+	// compensated product accurate up to κ(A) ≈ 1e7.
+	compensatedLimbs = 6
+	compBits         = 5
 	// compSpan bounds n·(s+1): 512·8192 = 2²², so that S_s, its fp16
 	// rounding and the exact remainder all fit the float32 accumulator.
 	compSpan = 8192

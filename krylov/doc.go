@@ -1,37 +1,75 @@
-// Package krylov solves linear systems A·x = b with Krylov methods run on
-// the Neural Engine in fp16 and refined on the host to float64 accuracy.
+// Package krylov solves linear systems A·x = b with Krylov methods whose
+// operator applications run on the Neural Engine in fp16, and whose
+// iterate the host keeps in float64.
 //
-// CG (symmetric positive definite A, optionally Jacobi-preconditioned) and
-// GMRES(m) (general A) each unroll their inner iterations into one device
-// program, built once per operator and settings and reused by every
-// dispatch and every later solve. The host keeps x in float64, recomputes
-// the true residual r = b − A·x in float64 after each dispatch, and stops
-// when ‖r‖₂/‖b‖₂ ≤ Settings.Tol. An Operator is applied both ways: in
-// float64 on the host (MulVecTo) and inside the device program
-// (DeviceApply); Dense and Stencil2D build the common ones, and a user type
-// can implement the interface (see the Operator example).
+// CG (symmetric positive definite A) is flexible conjugate gradients on the
+// host (Notay 2000, "Flexible conjugate gradients", SIAM J. Sci. Comput.
+// 22(4), FCG(m) with m = FCGTruncation) preconditioned by a polynomial the
+// device applies: each dispatch runs Unroll steps of the Chebyshev
+// iteration (Saad 2003, Iterative Methods for Sparse Linear Systems,
+// 2nd ed., Alg. 12.1) on [λ_hi/(2k²), λ_hi], λ_hi = ‖2^σ·A‖∞ by
+// Gershgorin. The polynomial needs no dot product and no estimate of
+// λ_min: it damps A's upper spectrum, and the float64 outer iteration,
+// which multiplies by A in float64, handles the rest, so fp16 rounding on
+// the device costs outer iterations, never accuracy. Counting every
+// application of A (Unroll on the device and one on the host per
+// dispatch), CG needs 1.1–1.5× float64 CG's iterations for random
+// right-hand sides on Poisson, anisotropic (ε down to 0.01) and
+// jumping-coefficient problems; a smooth right-hand side, which float64 CG
+// solves in few iterations, costs 1.4–6.5×, because its content lies
+// where the polynomial is nearly constant. For a Stencil2D the
+// program holds the state (y, r, d) as three channels of one
+// [1, 3, ny, nx] tensor and runs one conv per step, the stencil and the
+// vector updates together (12 device bytes per unknown per step by
+// lower.Estimate). GMRES (general A) is flexible GMRES(m) on the host
+// (Saad 1993, "A flexible inner-outer preconditioned GMRES algorithm",
+// SIAM J. Sci. Comput. 14(2)), m = Restart ≤ 32, with one dispatch per
+// step applying a device preconditioner z ≈ A⁻¹·v: for a Dense matrix an
+// approximate inverse computed on the device once per operator by
+// Newton–Schulz with the acceleration of Pan and Schreiber (1991, SIAM J.
+// Sci. Stat. Comput. 12(5)), applied as one matmul; for any other operator
+// a dot-free Chebyshev polynomial of degree 16 in A for an ellipse holding
+// A's field of values (Manteuffel 1977), sixteen device applications of A
+// against the host's one. Each program is built once per operator and
+// settings and reused by every dispatch and every later solve. The host
+// recomputes the true residual r = b − A·x in float64 after each dispatch,
+// and stops when ‖r‖₂/‖b‖₂ ≤ Settings.Tol. An Operator is applied both
+// ways: in float64 on the host (MulVecTo) and inside the device program
+// (DeviceApply); Dense and Stencil2D build the common ones, and a user
+// type can implement the interface (see the Operator example).
 //
 // Invariants:
 //
-//   - Every device vector is scaled into fp16's comfortable range: the
-//     operator by a power of two (‖2^σ·A‖∞ < 1) and, for a badly scaled
-//     dense matrix, by power-of-two diagonals (CG works on S·A·S, GMRES on
-//     R·A·C, while the host keeps the original system); vectors to a fixed
-//     norm near √n/2; b by a power of two on the host when ‖b‖ is extreme.
-//     Every dot product is a matmul (the engine's wide accumulator), never
-//     a reduce_sum (an fp16 accumulator). No program holds a subnormal
+//   - Every device value is kept inside fp16's comfortable range by
+//     construction: the operator is scaled by a power of two
+//     (‖2^σ·A‖∞ < 1) and, for a badly scaled dense matrix, by power-of-two
+//     diagonals; CG's input residual is scaled to ‖r‖₂ ≤ 2¹², and each of
+//     its polynomial's channels is divided by a power of two chosen from
+//     the polynomial's maximum on [0, λ_hi], computed on the host, so that
+//     it stays below 2¹³ and every conv and matmul output below 2¹⁴ (half
+//     the engine's cliff); b is scaled by a power of two on the host when
+//     ‖b‖ is extreme. Every dot product on the device is a matmul, never a
+//     reduce_sum (CG's program has none). No program holds a subnormal
 //     constant or multiplies by zero.
-//   - CG carries its search direction across dispatches and replaces the
-//     residual with the host's float64 one ("reliable updates"); it does not
-//     restart. GMRES's restarts are steps of iterative refinement, each
-//     guarded so that no cycle increases the residual.
-//   - Precision FP16 multiplies by fl16(A); it converges while κ(A)·2⁻¹¹ is
-//     well below 1 (κ ≤ 1e4 in the tests). Compensated applies a dense A (or
-//     a stencil whose scaled coefficients are fp16 numbers) from limb-split
-//     digits, so that A·p is known to twice fp16's precision; the device
-//     returns its search directions and their images, and the host takes
-//     the optimal step over the recent ones in float64. Tested to κ = 1e6
-//     (CG) and on nonsymmetric κ = 1e4 (full GMRES).
+//   - The host does bookkeeping only: for CG, FCGTruncation directions and
+//     their images, two float64 products by A and a few dot products per
+//     dispatch; for GMRES, the Arnoldi basis and directions (2m + 1
+//     vectors), Gram–Schmidt and the (m+1)×m least squares per step, and
+//     one float64 product by A per step (the compensated image of a dense
+//     A comes from the device instead). Two checks in the tests hold it to this: a device whose
+//     outputs are replaced by noise of their norm makes the solve fail,
+//     and the host's time stays below a quarter of the simulated device's.
+//   - Precision FP16 multiplies by fl16(A). CG's outer iteration reaches
+//     Tol even where κ(A)·2⁻¹¹ ≳ 1 (tested to κ = 1e6): the polynomial in
+//     fl16(A) stays positive on A's spectrum, so it remains an SPD
+//     preconditioner. Compensated applies a dense A from limb-split
+//     digits, so that A·p is known to about twice fp16's precision (for
+//     CG, the polynomial is then in A itself; a stencil runs as in FP16).
+//     For GMRES on a dense matrix, Compensated runs Newton–Schulz in
+//     compensated products (reaching κ ≈ 1e7, against about 2e3 in fp16,
+//     though a partly converged fp16 inverse still preconditions: tested to
+//     κ = 1e4) and returns A·z with each step; for other operators the
+//     modes coincide.
 //   - Convergence is tested before any breakdown, and a NaN or infinite
 //     residual is never converged. Inputs are never modified. Bad input
 //     returns an error wrapping ErrShape, ErrInput, ErrNotSPD or
@@ -40,9 +78,12 @@
 //     Tol returns, with ErrNotConverged, the best iterate it met (never one
 //     worse than x = 0) and its history. Nothing loops forever:
 //     MaxDispatches bounds every solve, and stagnation ends it early.
-//   - Operators hold at most MaxUnknowns unknowns (one device row), checked
-//     when they are built; Unroll and Restart are bounded by MaxUnroll and
-//     MaxRestart, so no setting builds a program without bound.
+//   - Sizes are checked when the operator is built: a Stencil2D grid holds
+//     up to MaxGridWidth × MaxGridHeight points (laid out [1, C, ny, nx],
+//     so not limited to one device row); a Dense matrix, and for GMRES any
+//     operator, at most MaxUnknowns (one device row). Unroll and Restart
+//     are bounded by MaxUnroll and MaxRestart, so no setting builds a
+//     program without bound.
 //   - Stats report the time spent building, on the device (the simulator's
 //     time, when it is the device) and on the host, and the engine time,
 //     bytes and flops of every dispatch as lower.Estimate models them for
@@ -63,10 +104,10 @@
 // Where they differ, the device is why:
 //
 //   - Limits count dispatches, not iterations (optimize's MajorIterations,
-//     FuncEvaluations): a dispatch of Unroll iterations (CG) or one cycle
-//     (GMRES) is the unit the host can stop between and the unit of cost, so
-//     MaxDispatches bounds it; Result.Iterations still counts inner
-//     iterations. A zero limit means the default here, where in optimize it
+//     FuncEvaluations): a dispatch (one outer CG iteration with Unroll
+//     device steps, or one GMRES step) is the unit the host can stop
+//     between and the unit of cost, so MaxDispatches bounds it;
+//     Result.Iterations counts the device's inner steps. A zero limit means the default here, where in optimize it
 //     means no limit: a device solve must always end.
 //   - Convergence is one fixed test, the float64 relative residual
 //     ‖b − A·x‖₂/‖b‖₂ ≤ Tol computed on the host, not a pluggable Converger:

@@ -33,9 +33,9 @@ func ExampleGMRES() {
 	}
 	fmt.Println("converged:", res.Converged)
 	fmt.Println("residual below 1e-10:", res.Residual <= 1e-10)
-	fmt.Println("one history entry per cycle:", len(res.History) == res.Dispatches+1)
+	fmt.Println("one dispatch per step:", res.Dispatches == res.Iterations)
 	// Output:
 	// converged: true
 	// residual below 1e-10: true
-	// one history entry per cycle: true
+	// one dispatch per step: true
 }

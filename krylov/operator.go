@@ -28,7 +28,10 @@ type Operator interface {
 	Diagonal() []float64
 	// DeviceApply adds y = 2^scale·A·x to g, for x and y of shape [1, n],
 	// and returns y. Errors are recorded in g (see dataflow.Graph). Calls
-	// on one graph share the operator's weights (see dataflow.Graph.Lookup).
+	// on one graph share the operator's weights (see dataflow.Graph.Lookup)
+	// and the scale. The solvers call it with ‖2^scale·A‖∞ < 1 and entries
+	// of x below 2¹⁴ in magnitude, so that y is too; an implementation
+	// keeps its own intermediates in that range.
 	DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) dataflow.Value
 }
 
@@ -65,9 +68,11 @@ func Dense(a mat.Matrix) (Operator, error) {
 	return d, nil
 }
 
-// MaxUnknowns is the largest n an operator may have: every vector lives in
-// one device row, and a row holds 16384 fp16 values (32 KiB) on the
-// simulator and the M1–M4 engines.
+// MaxUnknowns is the largest n of a Dense operator, and of any operator but
+// Stencil2D in CG (every operator in GMRES): their vectors live in one
+// device row, and a row holds 16384 fp16 values (32 KiB) on the simulator
+// and the M1–M3 engines. Stencil2D grids go further (MaxGridWidth,
+// MaxGridHeight).
 const MaxUnknowns = 16384
 
 // checkUnknowns refuses an operator of n unknowns past MaxUnknowns (n is a
@@ -158,7 +163,8 @@ func (d *denseOp) maxAbs() float64 {
 // Stencil2D returns the operator of a constant-coefficient 9-point stencil
 // on an nx×ny grid with zero Dirichlet boundary: grid point (x, y) is vector
 // index y·nx + x, and c[dy+1][dx+1] weights the neighbour (x+dx, y+dy).
-// On the device it is one 3×3 conv with zero padding over the grid.
+// On the device it is a 3×3 conv with zero padding over the grid, which CG
+// fuses with its vector updates into one conv per step.
 //
 // The coefficients are the matrix entries as given: Stencil2D applies no
 // mesh scaling, so a discretization's 1/h² (or any other factor) belongs
@@ -166,18 +172,25 @@ func (d *denseOp) maxAbs() float64 {
 // c = 1/h²·[[0, −1, 0], [−1, 4, −1], [0, −1, 0]]; c = [[0, −1, 0],
 // [−1, 4, −1], [0, −1, 0]] is h²·(−Δ), whose solution is h² times
 // smaller. The solvers scale A by a power of two themselves, so either
-// form is fine in FP16 mode; Compensated mode needs coefficients that stay
-// fp16 numbers under that scaling (small integers, not 1/h² in general).
+// form is fine, in both precision modes.
 //
-// The grid may have at most MaxUnknowns points (ErrUnsupported, said in
-// unknowns and bytes); a coefficient that is NaN or ±Inf, or whose
-// absolute sum overflows, is an error wrapping ErrInput.
+// The grid is laid out on the device as [1, C, ny, nx]: a grid row of nx
+// points is one device row, so nx ≤ MaxGridWidth, and the rows are
+// channels of the program's input and output, so ny ≤ MaxGridHeight; past
+// either the operator is refused here (ErrUnsupported, said in unknowns
+// and bytes). That allows 2³⁰ unknowns; the practical limit is memory:
+// CG keeps about 2·FCGTruncation + 6 float64 vectors on the host (176
+// bytes per unknown) and 3 fp16 channels on the device. A coefficient that
+// is NaN or ±Inf, or whose absolute sum overflows, is an error wrapping
+// ErrInput. GMRES applies a stencil to [1, n] vectors, so it is bounded by
+// MaxUnknowns.
 func Stencil2D(nx, ny int, c [3][3]float64) (Operator, error) {
 	if nx <= 0 || ny <= 0 {
 		return nil, fmt.Errorf("krylov: stencil grid %d×%d must be positive: %w", nx, ny, ErrShape)
 	}
-	if err := checkUnknowns(fmt.Sprintf("stencil grid %d×%d", nx, ny), float64(nx)*float64(ny)); err != nil {
-		return nil, err
+	if nx > MaxGridWidth || ny > MaxGridHeight {
+		return nil, fmt.Errorf("krylov: stencil grid %d×%d (%.0f unknowns): a grid row may hold at most %d points (one device row of %d KiB) and the grid at most %d rows, %.0f unknowns in all (%d GiB of fp16 per device vector): %w",
+			nx, ny, float64(nx)*float64(ny), MaxGridWidth, MaxGridWidth*2/1024, MaxGridHeight, float64(MaxGridWidth)*MaxGridHeight, MaxGridWidth*MaxGridHeight*2>>30, ErrUnsupported)
 	}
 	s := &stencilOp{nx: nx, ny: ny, c: c, id: nextID()}
 	for _, row := range c {
@@ -193,6 +206,14 @@ func Stencil2D(nx, ny int, c [3][3]float64) (Operator, error) {
 	}
 	return s, nil
 }
+
+// Grid limits of Stencil2D: a grid row is one device row of the strictest
+// target (the simulator and M1–M3 hold 16384 fp16 values in a row), and
+// the rows are channels of one device surface (at most 65536).
+const (
+	MaxGridWidth  = 16384
+	MaxGridHeight = 65536
+)
 
 type stencilOp struct {
 	id     uint64
@@ -286,6 +307,60 @@ type jacobi struct {
 	id    uint64
 	inv   []float64
 	scale int // device applies 2^scale·D⁻¹, so its largest entry is in [½, 1)
+
+	mu     sync.Mutex
+	scaled map[*denseOp]*denseOp // D^(−½)·A·D^(−½) per dense operator, made once
+	sqrt   []float64             // D^(−½)
+}
+
+// constant reports whether every diagonal entry is the same.
+func (j *jacobi) constant() bool {
+	for _, v := range j.inv {
+		if v != j.inv[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// sqrtInv returns s = D^(−½) and its largest entry.
+func (j *jacobi) sqrtInv() ([]float64, float64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.sqrt == nil {
+		j.sqrt = make([]float64, len(j.inv))
+		for i, v := range j.inv {
+			j.sqrt[i] = math.Sqrt(v)
+		}
+	}
+	peak := 0.0
+	for _, v := range j.sqrt {
+		peak = math.Max(peak, v)
+	}
+	return j.sqrt, peak
+}
+
+// scaledDense returns S·A·S with S = D^(−½) for a dense A, and S; the
+// scaled operator is made once per operator, so that its program is
+// reused.
+func (j *jacobi) scaledDense(d *denseOp) (*denseOp, []float64) {
+	s, _ := j.sqrtInv()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(s) != d.n {
+		// A Jacobi of another size: scale by nothing rather than index
+		// past it (CG's checks report the mismatch).
+		return d, nil
+	}
+	if j.scaled == nil {
+		j.scaled = map[*denseOp]*denseOp{}
+	}
+	sa, ok := j.scaled[d]
+	if !ok {
+		sa = d.scaled(s, s)
+		j.scaled[d] = sa
+	}
+	return sa, s
 }
 
 func (j *jacobi) ApplyTo(dst, r []float64) {

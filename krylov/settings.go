@@ -9,20 +9,17 @@ import (
 
 // Defaults for zero Settings fields.
 //
-// DefaultUnroll = 32 was chosen by measurement (random right-hand sides):
-// on Poisson 128², 16 iterations per dispatch cost 1.32× float64 CG's
-// iterations in 37 dispatches, 32 cost 1.43× in 20, 64 cost 1.57× in 11.
-// Longer programs lose more to fp16 within a dispatch; shorter ones pay the
-// engine's dispatch floor (about 0.1–0.2 ms) more often. 32 is the shortest
-// that keeps the dispatch count near 20 while staying within 1.5×.
+// DefaultUnroll = 16 is the degree of CG's device polynomial, chosen by
+// measurement on the family sweep (Poisson and anisotropic stencils,
+// random and smooth right-hand sides): total applications of A against
+// float64 CG's iterations are within a few per cent for 8, 16 and 32
+// steps per dispatch, and 16 halves the dispatches of 8, each of which
+// pays the engine's dispatch floor (about 0.1–0.2 ms).
 const (
 	DefaultTol    = 1e-10
-	DefaultUnroll = 32
-	// DefaultCompensatedUnroll: in Compensated mode the host keeps the last
-	// 128 directions and restores their conjugacy in float64 after every
-	// dispatch; shorter dispatches hand it the directions sooner. On SPD
-	// RandSVD n = 128, κ = 1e6: Unroll 16 converges in 4944 iterations,
-	// 32 stands at 2e-9 after 6400.
+	DefaultUnroll = 16
+	// DefaultCompensatedUnroll is CG's default in Compensated mode: the
+	// same polynomial.
 	DefaultCompensatedUnroll = 16
 	DefaultRestart           = 30
 	DefaultMaxDispatches     = 200
@@ -36,22 +33,22 @@ type Settings struct {
 	// Tol is the target relative residual ‖b − A·x‖₂ / ‖b‖₂, computed on the
 	// host in float64. Default 1e-10.
 	Tol float64
-	// Unroll is the number of CG iterations in one device program, 1 …
-	// MaxUnroll. Default 32 (16 in Compensated mode). GMRES ignores it.
+	// Unroll is the number of steps (applications of A) of CG's device
+	// polynomial in one program, 1 … MaxUnroll. Default 16. GMRES ignores
+	// it.
 	Unroll int
 	// MaxDispatches bounds the number of device programs run. Default 200.
 	MaxDispatches int
 	// Restart is GMRES's m, the Arnoldi steps per device program (at most
 	// MaxRestart once capped at n). Default 30. CG ignores it.
 	Restart int
-	// Precond is an optional preconditioner for CG; GMRES refuses one
-	// (ErrInput) rather than ignore it.
+	// Precond is an optional Jacobi preconditioner for CG (see CG); GMRES
+	// refuses one (ErrInput) rather than ignore it.
 	Precond Preconditioner
-	// Precision selects how the device applies A: FP16 (fl16(A), converges
-	// while κ(A)·2⁻¹¹ ≪ 1) or Compensated (A from limb digits, the host
-	// optimizing over the device's directions; see CG and GMRES). Float64
-	// means Compensated here: the host refinement always targets Tol in
-	// float64 anyway. Zero means FP16.
+	// Precision selects how the device applies A: FP16 (fl16(A)) or
+	// Compensated (a dense A from limb digits, to about twice fp16's
+	// precision; see CG and GMRES). Float64 means Compensated here: the
+	// host always targets Tol in float64 anyway. Zero means FP16.
 	Precision precision.Mode
 	// X0 is the initial guess; nil means zero. It is not modified.
 	X0 []float64
@@ -81,6 +78,12 @@ type Stats struct {
 	ModeledTime time.Duration
 	DeviceBytes int64 // bytes the engine moves
 	DeviceFlops int64 // flops of its matmuls and convs
+
+	// SetupDispatches counts device programs run to build a preconditioner
+	// (GMRES's Newton–Schulz products for a dense matrix, run once per
+	// operator and device, their time in Device and Build). Dispatches and
+	// the modeled cost above do not include them.
+	SetupDispatches int
 }
 
 // charge adds one dispatch of exe to the modeled cost.

@@ -14,8 +14,8 @@ import (
 // cmdSolve solves a model problem on the device and prints the host's
 // float64 residual after every dispatch.
 //
-//	anemone solve poisson  [-n 128] [-unroll 32] [-tol 1e-10]   CG
-//	anemone solve convdiff [-n 64] [-pe 100] [-restart 30]       GMRES
+//	anemone solve poisson  [-n 128] [-unroll 16] [-tol 1e-10]   CG (flexible, device Chebyshev polynomial)
+//	anemone solve convdiff [-n 64] [-pe 100] [-restart 30]       GMRES (flexible, device polynomial)
 func cmdSolve(args []string, w io.Writer) error {
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
 		return fmt.Errorf("%w: solve: name a problem (poisson, convdiff)", errUsage)
@@ -28,8 +28,8 @@ func cmdSolve(args []string, w io.Writer) error {
 	name := fs.String("device", "", "device: ane, sim or sim-narrow")
 	n := fs.Int("n", 64, "interior grid points per side")
 	tol := fs.Float64("tol", 1e-10, "relative residual to reach (float64, host)")
-	unroll := fs.Int("unroll", 0, "CG iterations per dispatch (0: default)")
-	restart := fs.Int("restart", 30, "GMRES restart length")
+	unroll := fs.Int("unroll", 0, "CG: steps of the device polynomial per dispatch (0: default 16)")
+	restart := fs.Int("restart", 30, "GMRES restart length (at most 32; one dispatch per step)")
 	pe := fs.Float64("pe", 100, "Péclet number (convdiff)")
 	maxd := fs.Int("max-dispatches", 0, "dispatch budget (0: default)")
 	mode := fs.String("precision", "fp16", "fp16 or compensated")

@@ -1,0 +1,503 @@
+package krylov
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/precision"
+	"github.com/anemone-go/anemone/reference"
+	"github.com/anemone-go/anemone/shim"
+)
+
+// noiseDevice runs every program on the simulator and replaces each output
+// by Gaussian noise of the same 2-norm: the ablation of the design rule
+// "the device does the work".
+type noiseDevice struct {
+	shim.Device
+	rng *rand.Rand
+}
+
+func newNoiseDevice(t testing.TB) *noiseDevice {
+	return &noiseDevice{Device: simDevice(t, "sim"), rng: rand.New(rand.NewPCG(7, 7))}
+}
+
+func (d *noiseDevice) Compile(p *lower.Program) (shim.Executable, error) {
+	exe, err := d.Device.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	return &noiseExe{Executable: exe, rng: d.rng}, nil
+}
+
+type noiseExe struct {
+	shim.Executable
+	rng *rand.Rand
+}
+
+func (e *noiseExe) Run(in [][]float32) ([][]float32, error) {
+	out, err := e.Executable.Run(in)
+	if err != nil {
+		return out, err
+	}
+	for _, o := range out {
+		ss, nn := 0.0, 0.0
+		noise := make([]float64, len(o))
+		for i, v := range o {
+			ss += float64(v) * float64(v)
+			noise[i] = e.rng.NormFloat64()
+			nn += noise[i] * noise[i]
+		}
+		s := math.Sqrt(ss / nn)
+		for i := range o {
+			o[i] = float32(noise[i] * s)
+		}
+	}
+	return out, nil
+}
+
+// cgCases are the problems of the ablation and host-share checks: a
+// stencil in FP16 mode and a dense SPD matrix in both modes.
+func cgCases(t testing.TB) []struct {
+	name string
+	op   Operator
+	mode precision.Mode
+	b    []float64
+} {
+	rng := rand.New(rand.NewPCG(100, 3))
+	a, err := reference.RandSVD(64, 100, 3, true, rng)
+	require.NoError(t, err)
+	dense := denseOf(t, a)
+	return []struct {
+		name string
+		op   Operator
+		mode precision.Mode
+		b    []float64
+	}{
+		{"Poisson 48² FP16", poisson(t, 48, 48), precision.FP16, randVec(48*48, 1)},
+		{"Poisson 48² Compensated", poisson(t, 48, 48), precision.Compensated, randVec(48*48, 1)},
+		{"RandSVD 64 κ=100 FP16", dense, precision.FP16, randVec(64, 2)},
+		{"RandSVD 64 κ=100 Compensated", dense, precision.Compensated, randVec(64, 2)},
+	}
+}
+
+// TestCGAblation: the device's polynomial is what makes CG converge. With
+// each output replaced by noise of its norm, flexible CG still reduces the
+// residual (any positive direction does), but slowly: within twice the
+// dispatches the honest device needs, the noise device must not reach Tol
+// and must stay at least 100× above it — and it reports not converged.
+func TestCGAblation(t *testing.T) {
+	honest := simDevice(t, "sim")
+	noisy := newNoiseDevice(t)
+	for _, c := range cgCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := CG(c.op, c.b, &Settings{Device: honest, Precision: c.mode})
+			require.NoError(t, err)
+			budget := 2 * res.Dispatches
+			abl, err := CG(c.op, c.b, &Settings{Device: noisy, Precision: c.mode, MaxDispatches: budget})
+			t.Logf("honest: %d dispatches to %.2g; noise: %.3g after %d", res.Dispatches, res.Residual, abl.Residual, abl.Dispatches)
+			require.ErrorIs(t, err, ErrNotConverged)
+			require.False(t, abl.Converged)
+			require.Greater(t, abl.Residual, 100*DefaultTol)
+		})
+	}
+}
+
+// TestCGHostShare: the host's float64 bookkeeping (conjugation against
+// FCGTruncation directions, two products by A, the step) costs less than
+// a quarter of the simulated device time. Best of three solves, so that a
+// loaded machine cannot fail it by chance.
+func TestCGHostShare(t *testing.T) {
+	dev := simDevice(t, "sim")
+	for _, c := range cgCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			best := math.Inf(1)
+			for range 3 {
+				res, err := CG(c.op, c.b, &Settings{Device: dev, Precision: c.mode})
+				require.NoError(t, err)
+				best = math.Min(best, float64(res.Host)/float64(res.Device))
+			}
+			t.Logf("host/device %.3f", best)
+			require.Less(t, best, 0.25)
+		})
+	}
+}
+
+// TestCGDeviceBytes: the fused stencil program moves at most 40 device
+// bytes per unknown per iteration by lower.Estimate (one conv of 3 input
+// and 3 output fp16 channels is 12; the packed input's and output's
+// reshapes and the 1- and 3-channel ends change it by little, amortized
+// over the Unroll steps).
+func TestCGDeviceBytes(t *testing.T) {
+	for _, c := range []struct{ n, unroll int }{{128, 8}, {128, DefaultUnroll}, {128, 32}, {512, DefaultUnroll}} {
+		p, err := CGProgram(poisson(t, c.n, c.n), &Settings{Device: simDevice(t, "sim"), Unroll: c.unroll})
+		require.NoError(t, err)
+		for _, target := range []string{"ane-m1", "ane-m5"} {
+			cost, err := lower.Estimate(p, target)
+			require.NoError(t, err)
+			per := float64(cost.Bytes) / float64(c.n*c.n) / float64(c.unroll)
+			t.Logf("Poisson %d², Unroll %d, %s: %d nodes, %.2f device bytes per unknown per iteration, %v per dispatch", c.n, c.unroll, target, cost.Nodes, per, cost.Time)
+			require.LessOrEqual(t, per, 40.0)
+			require.GreaterOrEqual(t, per, 11.9)
+		}
+	}
+}
+
+// TestChebyshevDeviceMatchesHost: the device program computes the
+// polynomial it was built for. Against the same polynomial in float64 on
+// the fp16-rounded input: each step rounds the three channels once
+// (relative u = 2⁻¹¹ of each), and an error committed in step j travels
+// through the remaining steps as a fresh input would, so it reaches y
+// multiplied by at most max|q| = by (chebPoly.bounds) on [0, λ_hi]. Over k
+// steps, ‖δy‖ ≤ 3·k·u·by·‖r₀‖. A wrong weight, scale or step is an O(1)
+// error and fails it; the measured errors are a few u of ‖y‖.
+func TestChebyshevDeviceMatchesHost(t *testing.T) {
+	dev := simDevice(t, "sim")
+	rng := rand.New(rand.NewPCG(1e3, 9))
+	a, err := reference.RandSVD(96, 1e3, 3, true, rng)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		op   Operator
+		mode precision.Mode
+	}{
+		{"stencil", poisson(t, 20, 12), precision.FP16},
+		{"anisotropic stencil", anisotropic(t, 16, 16, 0.01), precision.FP16},
+		{"dense", denseOf(t, a), precision.FP16},
+		{"dense compensated", denseOf(t, a), precision.Compensated},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := planCG(c.op, (&Settings{Device: dev, Precision: c.mode}).withDefaults())
+			require.NoError(t, err)
+			exe, err := plan.program(dev)
+			require.NoError(t, err)
+			n := c.op.Dims()
+			r := randVec(n, 3)
+			e := pow2Exp(norm2(r)) + 12
+			in := make([]float32, n)
+			for i, v := range r {
+				in[i] = float32(math.Ldexp(v, e))
+			}
+			in = roundFP16(in)
+			rr := make([]float64, n)
+			for i, v := range in {
+				rr[i] = float64(v)
+			}
+			out, err := exe.Run([][]float32{in})
+			require.NoError(t, err)
+			want, tmp := make([]float64, n), make([]float64, n)
+			plan.poly.apply(want, rr, func(dst, x []float64) {
+				plan.dop.MulVecTo(tmp, x)
+				for i := range dst {
+					dst[i] = math.Ldexp(tmp[i], plan.sigma)
+				}
+			})
+			diff := make([]float64, n)
+			for i, v := range out[0] {
+				diff[i] = float64(v)*plan.poly.sy - want[i]
+			}
+			by, _, _, _ := plan.poly.bounds()
+			rel := norm2(diff) / norm2(want)
+			bound := 3 * float64(plan.poly.k) * 0x1p-11 * by * norm2(rr)
+			t.Logf("relative error %.3g (%.2f u) of ‖y‖; %.3g of the bound", rel, rel/0x1p-11, norm2(diff)/bound)
+			require.Less(t, norm2(diff), bound)
+		})
+	}
+}
+
+// anisotropic is −ε·∂xx − ∂yy by the 5-point stencil on an n×m grid, unit
+// spacing (h² scaled out).
+func anisotropic(t testing.TB, nx, ny int, eps float64) Operator {
+	op, err := Stencil2D(nx, ny, [3][3]float64{{0, -1, 0}, {-eps, 2 + 2*eps, -eps}, {0, -1, 0}})
+	require.NoError(t, err)
+	return op
+}
+
+// anisotropicCSR is the same operator for reference.CG.
+type hostOp struct{ Operator }
+
+func (h hostOp) Dims() int                 { return h.Operator.Dims() }
+func (h hostOp) MulVecTo(dst, x []float64) { h.Operator.MulVecTo(dst, x) }
+
+// smoothRHS is b = sin(πx)·sin(2πy)·(1 + x) sampled on the grid.
+func smoothRHS(nx, ny int) []float64 {
+	b := make([]float64, nx*ny)
+	for j := range ny {
+		for i := range nx {
+			x, y := float64(i+1)/float64(nx+1), float64(j+1)/float64(ny+1)
+			b[j*nx+i] = math.Sin(math.Pi*x) * math.Sin(2*math.Pi*y) * (1 + x)
+		}
+	}
+	return b
+}
+
+// jumpDiffusion is −∇·(k∇u) with k jumping between 1 and 100 in a
+// checkerboard of 4×4 blocks, as a user Operator (no Stencil2D): the
+// 5-point finite-volume stencil with harmonic face means, unit spacing.
+type jumpDiffusion struct {
+	nx, ny int
+	c      [5][]float64 // west, east, south, north, centre
+}
+
+func newJumpDiffusion(nx, ny int) *jumpDiffusion {
+	k := func(x, y int) float64 {
+		if (x*4/nx+y*4/ny)%2 == 0 {
+			return 1
+		}
+		return 100
+	}
+	d := &jumpDiffusion{nx: nx, ny: ny}
+	for i := range d.c {
+		d.c[i] = make([]float64, nx*ny)
+	}
+	off := [4][2]int{{-1, 0}, {1, 0}, {0, -1}, {0, 1}}
+	for y := range ny {
+		for x := range nx {
+			i := y*nx + x
+			kc := k(x, y)
+			for dir, o := range off {
+				xn, yn := x+o[0], y+o[1]
+				kn := kc
+				if xn >= 0 && xn < nx && yn >= 0 && yn < ny {
+					kn = k(xn, yn)
+				}
+				face := 2 * kc * kn / (kc + kn)
+				d.c[4][i] += face
+				if xn >= 0 && xn < nx && yn >= 0 && yn < ny {
+					d.c[dir][i] = -face
+				}
+			}
+		}
+	}
+	return d
+}
+
+func (d *jumpDiffusion) Dims() int { return d.nx * d.ny }
+
+func (d *jumpDiffusion) MulVecTo(dst, u []float64) {
+	for y := range d.ny {
+		for x := range d.nx {
+			i := y*d.nx + x
+			s := d.c[4][i] * u[i]
+			if x > 0 {
+				s += d.c[0][i] * u[i-1]
+			}
+			if x < d.nx-1 {
+				s += d.c[1][i] * u[i+1]
+			}
+			if y > 0 {
+				s += d.c[2][i] * u[i-d.nx]
+			}
+			if y < d.ny-1 {
+				s += d.c[3][i] * u[i+d.nx]
+			}
+			dst[i] = s
+		}
+	}
+}
+
+func (d *jumpDiffusion) NormInf() float64 {
+	m := 0.0
+	for i := range d.c[4] {
+		row := 0.0
+		for _, c := range d.c {
+			row += math.Abs(c[i])
+		}
+		m = math.Max(m, row)
+	}
+	return m
+}
+
+func (d *jumpDiffusion) Diagonal() []float64 { return append([]float64(nil), d.c[4]...) }
+
+// DeviceApply: a gather conv with five one-hot kernels, a product with the
+// per-point coefficients, a 1×1 conv that sums the five channels. Its
+// intermediates are bounded by |x|·‖2^scale·A‖∞ ≤ |x|.
+func (d *jumpDiffusion) DeviceApply(g *dataflow.Graph, u dataflow.Value, scale int) dataflow.Value {
+	n := d.nx * d.ny
+	name := func(s string) string { return weightName("jump_"+s, uint64(d.nx*100000+d.ny), scale) }
+	gather, ok := g.Lookup(name("gather"))
+	if !ok {
+		w := make([]float64, 5*9)
+		for dir, o := range [4][2]int{{-1, 0}, {1, 0}, {0, -1}, {0, 1}} {
+			w[dir*9+(1+o[1])*3+(1+o[0])] = 1
+		}
+		w[4*9+4] = 1
+		gather = g.Const(name("gather"), dataflow.Shape{5, 1, 3, 3}, w)
+	}
+	coef, ok := g.Lookup(name("coef"))
+	if !ok {
+		w := make([]float64, 0, 5*n)
+		for _, c := range d.c {
+			for _, v := range c {
+				w = append(w, math.Ldexp(v, scale))
+			}
+		}
+		coef = g.Const(name("coef"), dataflow.Shape{1, 5, d.ny, d.nx}, w)
+	}
+	sum, ok := g.Lookup(name("sum"))
+	if !ok {
+		sum = g.Const(name("sum"), dataflow.Shape{1, 5, 1, 1}, []float64{1, 1, 1, 1, 1})
+	}
+	grid := g.Reshape(u, dataflow.Shape{1, 1, d.ny, d.nx})
+	near := g.Conv2D(grid, gather, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}})
+	y := g.Conv2D(g.Mul(near, coef), sum, dataflow.Conv2DOptions{})
+	return g.Reshape(y, dataflow.Shape{1, n})
+}
+
+// TestCGFamilySweep is the family sweep: total applications of A,
+// dispatches·(Unroll + 1) (Unroll on the device, one on the host), against
+// float64 CG's iterations (reference.CG), to 1e-10, for random and smooth
+// right-hand sides, at 128² (the jump coefficient at 96², the user
+// operator's [1, n] vectors being bounded by MaxUnknowns). Asserted for
+// random right-hand sides and the jump coefficient: at most 1.5×, and
+// smooth in Unroll (no Unroll more than 1.3× another's on one problem).
+// Smooth right-hand sides on the constant stencils are reported only: they
+// take 1.4–6.5× (below). Run with -v for the table.
+func TestCGFamilySweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("family sweep (about a minute); run without -short")
+	}
+	dev := simDevice(t, "sim")
+	const n = 128
+	type problem struct {
+		name string
+		op   Operator
+	}
+	problems := []problem{{"Poisson", poisson(t, n, n)}}
+	for _, eps := range []float64{1, 0.3, 0.1, 0.03, 0.01} {
+		problems = append(problems, problem{fmt.Sprintf("anisotropic ε=%g", eps), anisotropic(t, n, n, eps)})
+	}
+	problems = append(problems, problem{"jump diffusion 1:100 (user Operator, 96²)", newJumpDiffusion(96, 96)})
+	var table strings.Builder
+	var failures []string
+	fmt.Fprintf(&table, "| problem | rhs | float64 CG | Unroll 8 | Unroll 16 | Unroll 32 |\n|---|---|---|---|---|---|\n")
+	for _, p := range problems {
+		nn := p.op.Dims()
+		side := int(math.Sqrt(float64(nn)))
+		for _, rhs := range []string{"random", "smooth"} {
+			b := randVec(nn, 11)
+			if rhs == "smooth" {
+				b = smoothRHS(side, side)
+			}
+			ref, err := reference.CG(hostOp{p.op}, b, reference.CGSettings{Tol: 1e-10, MaxIter: 100000})
+			require.NoError(t, err)
+			// A smooth right-hand side on a constant-coefficient stencil has
+			// its content in the lowest modes, below λ_lo, where the
+			// polynomial is nearly a constant: each outer iteration there is
+			// one CG step at Unroll+1 applications, while float64 CG needs
+			// few iterations (96 on Poisson 128²). Those rows are measured
+			// and reported, not asserted (see the package documentation).
+			asserted := rhs == "random" || strings.HasPrefix(p.name, "jump")
+			fmt.Fprintf(&table, "| %s | %s | %d |", p.name, rhs, ref.Iterations)
+			var ratios []float64
+			for _, u := range []int{8, 16, 32} {
+				res, err := CG(p.op, b, &Settings{Device: dev, Unroll: u, MaxDispatches: 2000})
+				require.NoError(t, err, "%s %s Unroll %d", p.name, rhs, u)
+				require.LessOrEqual(t, reference.RelResidual(hostOp{p.op}, res.X, b), 1e-10)
+				apps := res.Dispatches * (u + 1)
+				ratio := float64(apps) / float64(ref.Iterations)
+				ratios = append(ratios, ratio)
+				fmt.Fprintf(&table, " %d = %d·%d (%.2f×) |", apps, res.Dispatches, u+1, ratio)
+				if ratio > 1.5 && asserted {
+					failures = append(failures, fmt.Sprintf("%s %s Unroll %d: %.2f× > 1.5×", p.name, rhs, u, ratio))
+				}
+			}
+			fmt.Fprintln(&table)
+			lo, hi := math.Inf(1), 0.0
+			for _, r := range ratios {
+				lo, hi = math.Min(lo, r), math.Max(hi, r)
+			}
+			if hi/lo > 1.3 && asserted {
+				failures = append(failures, fmt.Sprintf("not smooth in Unroll: %s %s %.2f", p.name, rhs, ratios))
+			}
+		}
+	}
+	t.Log("\n" + table.String())
+	require.Empty(t, failures)
+}
+
+// TestCGPoissonLarge solves Poisson 512² (262,144 unknowns, 16 device rows'
+// worth) to 1e-10 and reports dispatches, iterations, time and memory.
+// The 1024² solve is BenchmarkCGPoisson1024.
+func TestCGPoissonLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Poisson 512² takes a few minutes on the simulator; run without -short")
+	}
+	const n = 512
+	dev := simDevice(t, "sim")
+	csr, b, exact, err := reference.ManufacturedPoisson2D(n, n)
+	require.NoError(t, err)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	res, err := CG(poisson(t, n, n), b, &Settings{Device: dev, MaxDispatches: 1000})
+	wall := time.Since(start)
+	require.NoError(t, err)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	t0 := time.Now()
+	ref, err := reference.CG(csr, b, reference.CGSettings{Tol: 1e-10, MaxIter: 100000})
+	refTime := time.Since(t0)
+	require.NoError(t, err)
+	relres := reference.RelResidual(csr, res.X, b)
+	t.Logf("Poisson %d²: %d dispatches, %d device iterations, %d applications (float64 CG %d, %.2f×), residual %.2g, error %.2g; wall %v (build %v, device %v, host %v); modeled M1 %v; float64 CG %v; heap in use after %.0f MiB, %.0f MiB allocated",
+		n, res.Dispatches, res.Iterations, res.Dispatches*(DefaultUnroll+1), ref.Iterations, float64(res.Dispatches*(DefaultUnroll+1))/float64(ref.Iterations),
+		relres, reference.RelErr(res.X, exact), wall, res.Build, res.Device, res.Host, res.ModeledTime, refTime,
+		float64(after.HeapInuse)/(1<<20), float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
+	require.LessOrEqual(t, relres, 1e-10)
+	// The manufactured right-hand side is smooth: the applications'
+	// ratio to float64 CG is reported, not asserted (see the sweep).
+	require.LessOrEqual(t, reference.RelErr(res.X, exact), 1e-9)
+}
+
+// TestCGKappa1e6 is the κ = 1e6 case, SPD RandSVD, in both modes:
+// the float64 outer iteration reaches 1e-10 with the device's polynomial
+// in FP16 mode already (fl16(A)'s eigenvalues near zero are wrong, but the
+// polynomial is positive on them, and the outer loop multiplies by A in
+// float64). n = 512 with ANEMONE_LONG (Compensated takes minutes on the
+// simulator); n = 128 otherwise; skipped with -short.
+func TestCGKappa1e6(t *testing.T) {
+	n := 128
+	if os.Getenv("ANEMONE_LONG") != "" {
+		n = 512
+	} else if testing.Short() {
+		t.Skip("κ = 1e6 takes seconds; run without -short (ANEMONE_LONG=1 for n = 512)")
+	}
+	rng := rand.New(rand.NewPCG(1e6, 9))
+	a, err := reference.RandSVD(n, 1e6, 3, true, rng)
+	require.NoError(t, err)
+	b := randVec(n, 5)
+	aop, err := reference.DenseOperator(a)
+	require.NoError(t, err)
+	t0 := time.Now()
+	ref, err := reference.CG(aop, b, reference.CGSettings{Tol: 1e-10, MaxIter: 100000})
+	refTime := time.Since(t0)
+	require.NoError(t, err)
+	op := denseOf(t, a)
+	dev := simDevice(t, "sim")
+	for _, mode := range []precision.Mode{precision.FP16, precision.Compensated} {
+		for _, u := range []int{16, 64} {
+			if n > 128 && mode == precision.Compensated && u == 16 {
+				continue // about 1500 dispatches of 16 compensated products: many minutes
+			}
+			res, err := CG(op, b, &Settings{Device: dev, Unroll: u, MaxDispatches: 4000, Precision: mode})
+			require.NoError(t, err, "%v Unroll %d", mode, u)
+			relres := reference.RelResidual(aop, res.X, b)
+			t.Logf("RandSVD n=%d κ=1e6 %v Unroll %d: %d dispatches, %d device iterations (float64 CG %d iterations, %v), residual %.2g; device %v, host %v (share %.3f), modeled M1 %v",
+				n, mode, u, res.Dispatches, res.Iterations, ref.Iterations, refTime, relres, res.Device, res.Host, float64(res.Host)/float64(res.Device), res.ModeledTime)
+			require.LessOrEqual(t, relres, 1e-10)
+			require.Less(t, float64(res.Host), 0.25*float64(res.Device))
+		}
+	}
+}
