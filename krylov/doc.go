@@ -16,8 +16,10 @@
 // dispatch), CG needs 1.1–1.5× float64 CG's iterations for random
 // right-hand sides on Poisson, anisotropic (ε down to 0.01) and
 // jumping-coefficient problems; a smooth right-hand side, which float64 CG
-// solves in few iterations, costs 1.4–6.5×, because its content lies
-// where the polynomial is nearly constant. For a Stencil2D the
+// solves in few iterations, costs 1.4–6.5×: the device's fp16 directions
+// give every mode some content, which defeats float64 CG's fast
+// convergence on few modes (even Unroll 1, the device only rounding the
+// residual to fp16, takes 4.2× on Poisson 128²). For a Stencil2D the
 // program holds the state (y, r, d) as three channels of one
 // [1, 3, ny, nx] tensor and runs one conv per step, the stencil and the
 // vector updates together (12 device bytes per unknown per step by
