@@ -11,6 +11,7 @@ import (
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
+	"github.com/anemone-go/anemone/shim"
 )
 
 // TestStageBound checks the scaling by construction, in exact arithmetic:
@@ -128,5 +129,68 @@ func TestLowersForEngineTargets(t *testing.T) {
 			require.Len(t, prog.InputSurfaces, 1)
 			require.Len(t, prog.OutputSurfaces, 1)
 		}
+	}
+}
+
+// TestNarrowDigitsExact: on an fp16 running sum (sim-narrow) the convs of
+// the digit programs of both modes round nowhere: every digit product and
+// every partial sum, in whatever order, is an integer of at most 2¹¹, which
+// the fp16 format holds, and no value is subnormal. So the same program
+// returns, bit for bit, on sim-narrow what it returns on sim, whose convs
+// add in float32 (exactly, for these integers) and keep subnormals; the
+// elementwise ops are correctly rounded on both. Signals that fill the
+// bound (a constant puts a whole stage into one output), spread thin (an
+// impulse) or both (random data), in every layout: one block, twiddled
+// stages, 2-D.
+func TestNarrowDigitsExact(t *testing.T) {
+	narrow := openDevice(t, "sim-narrow")
+	wide := openDevice(t, "sim")
+	cases := []struct {
+		dims []int
+		mode precision.Mode
+	}{
+		{[]int{15}, precision.Compensated},
+		{[]int{256}, precision.FP16},
+		{[]int{512}, precision.Compensated},
+		{[]int{30, 32}, precision.FP16},
+		{[]int{4096}, precision.FP16},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%v/%v", c.dims, c.mode), func(t *testing.T) {
+			sc, block := schemeFor(c.mode, narrow)
+			require.True(t, sc.exact)
+			lay := newLayout(c.dims, 3, block)
+			sc = sc.forLayout(lay)
+			n := lay.total
+			constant := make([]complex128, n)
+			for j := range constant {
+				constant[j] = complex(-1, 1)
+			}
+			xs := [][]complex128{constant, signals[1].gen(n, newRNG(1, uint64(n))), signals[0].gen(n, newRNG(0, uint64(n)))}
+			var outs [2][][]float32
+			for d, dev := range []shim.Device{narrow, wide} {
+				p, err := newProgram(dev, lay, -1, c.mode, sc)
+				require.NoError(t, err)
+				buf, _, _, err := p.pack("test", xs)
+				require.NoError(t, err)
+				outs[d], err = p.exe.Run([][]float32{buf})
+				require.NoError(t, err)
+				require.NoError(t, p.exe.Close())
+			}
+			require.Len(t, outs[0], len(outs[1]))
+			nonzero := 0
+			for k := range outs[0] {
+				require.Len(t, outs[0][k], len(outs[1][k]))
+				for i, v := range outs[0][k] {
+					if w := outs[1][k][i]; v != w {
+						require.Failf(t, "rounded", "output piece %d [%d]: sim-narrow %v, sim %v", k, i, v, w)
+					}
+					if v != 0 {
+						nonzero++
+					}
+				}
+			}
+			require.Greater(t, nonzero, n, "the outputs carry the transforms")
+		})
 	}
 }

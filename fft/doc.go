@@ -74,12 +74,10 @@
 //   - sim (the wide accumulator the engine has): 2.1e-4 … 3.4e-4 for the
 //     dense sizes up to 256, 5.7e-4 … 6.5e-4 staged up to 65536 (the
 //     issue's 4e-4 and 1e-3);
-//   - sim-narrow (the pessimistic model, fp16 running sums in every conv):
-//     7.6e-4 … 1.0e-2. A running sum of K terms adds an error of about
-//     u16·√K relative, so the 512-term stages of 256-point blocks lose a
-//     factor 10 to it; this misses the 1e-3. Smaller blocks would
-//     help the narrow model and hurt the wide one (more twiddle stages); the
-//     blocks are chosen for the accumulator the engine is measured to have.
+//   - sim-narrow (the pessimistic model, fp16 running sums in every conv,
+//     subnormals flushed): where a device's Info names such an
+//     accumulator, FP16 runs an exact digit program instead (see Narrow
+//     accumulators): 1.9e-5 … 1.2e-4 at every size up to 65536.
 //
 // # Compensated
 //
@@ -105,12 +103,37 @@
 // Numer. Algorithms 59, §3) carried through the stages on the device.
 // Blocks are at most 64 points (MaxCompensatedBlock): 65536 = 64·32·32.
 // The work is 34 block passes per stage against FP16's 1, plus hundreds of
-// elementwise ops (730 nodes for 1024 points against FP16's 19), so the
-// engine time is modeled 5× FP16's at 1024 points and 80× at 65536,
+// elementwise ops (634 nodes for 1024 points against FP16's 19), so the
+// engine time is modeled 5× FP16's at 1024 points and 70× at 65536,
 // bandwidth-bound on the digit arithmetic. Measured: sim 8e-10 … 1.3e-7 up
 // to 65536 points, 3.4e-7 for a 2-D 512×128 (four stages; the issue's
-// 1e-6); sim-narrow 6e-4 … 2.9e-3, no better than FP16: the exactness
-// rests on the wide accumulator.
+// 1e-6). On an fp16 running sum the exactness of the 6-bit digit sums is
+// lost; the narrow digit program below keeps it.
+//
+// # Narrow accumulators
+//
+// On a device that adds a matmul's products in an fp16 running sum (the
+// simulator's "sim-narrow"; the engine is measured to accumulate wide), a
+// sum of K terms rounds K times, about u16·√K relative: 512-term stages
+// miss the FP16 bounds by a factor 10, and the wide digit sums of
+// Compensated (up to 2²²) are no longer exact. There both modes run digit
+// programs whose every operation is exact in fp16: 3-bit balanced digits
+// (|d| ≤ 5, |w| ≤ 4, products ≤ 20) and blocks of at most 32 points, the
+// pairs of weight and data levels grouped into convs so that, row by row,
+// Σ|w|·5 over a conv's terms stays at most 2¹¹: every partial sum, in
+// whatever order the accumulator takes them, is then an integer fp16
+// holds, and no lo pass is needed (the twiddle products of a level add up
+// exactly as they are too). The constants keep 5 digit levels in FP16 (15
+// bits) and 10 in Compensated (30 bits); the data levels grow with the
+// stages, since the signal that loses most to fixed digit grids, an
+// impulse, sits Π f below the bound after blocks of Π f points: 7 to 11
+// levels in FP16, 11 to 13 in Compensated (up to 2¹⁸). Measured under sim-narrow
+// (TestAccuracyTable): FP16 1.9e-5 … 1.2e-4, Compensated 1.1e-9 … 2.7e-7
+// up to 65536 points. The price is work: 65536 points are four 16-point
+// stages, and the modeled M1 time is 129 ms in FP16 and 237 ms in
+// Compensated, against 1.3 ms for the one-pass FP16 program and 93 ms for
+// the wide Compensated one (lower.Estimate; at 1024 points 1.0 and 2.0 ms
+// against 0.24 and 1.1 ms), bandwidth-bound on the digit arithmetic.
 //
 // # Invariants
 //

@@ -263,8 +263,8 @@ func roundConst(v float64) float64 {
 // exact in fp16, the two small terms are 2⁻⁶ and 2⁻⁵ of it, so their
 // roundings (and the dropped x_l·W_l, 2⁻¹¹) are below 2⁻¹⁶ relative, and
 // the wide accumulator adds everything before the one rounding to fp16.
-// The small terms come first in the contraction, so that an fp16 running
-// sum (sim-narrow) adds them while it is still small.
+// The small terms come first in the contraction. (On an fp16 running sum
+// the package runs digit programs instead; see schemeFor.)
 // (W_l·2¹¹ and x_h·2⁻¹¹ keep both factors normal: |W_l| ≥ 2⁻¹⁷ before the
 // shift is kept, a smaller one is flushed, a relative change below 2⁻¹⁷.)
 const (
@@ -324,9 +324,9 @@ const checkFactor = 0.25
 // check compares the device's transform y of x with what the host can
 // verify in O(n) float64 work: Parseval's identity Σ|y_k|² = n·Σ|x_j|², and
 // two output bins recomputed by their defining sums. A correct device
-// misses by at most 1.6e-2 of ‖y‖ in relative L2 (the FP16 bound under
-// sim-narrow), so by about 2·1.6e-2 on Parseval and, per bin, by a few
-// times 1.6e-2 of the RMS bin magnitude √(Σ|y|²/n) = √(Σ|x|²). A gap of
+// misses by at most about 1e-3 of ‖y‖ in relative L2 (the FP16 bound of
+// the staged transforms), so by about 2e-3 on Parseval and, per bin, by a
+// few times 1e-3 of the RMS bin magnitude √(Σ|y|²/n) = √(Σ|x|²). A gap of
 // checkFactor = 0.25 on either is a failing device: zeros fail Parseval,
 // and noise of the right norm fails a bin but for a chance of about 0.1%.
 func (l *layout) check(x, y []complex128) error {

@@ -3,6 +3,7 @@ package fft
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/anemone-go/anemone/precision"
@@ -133,16 +134,41 @@ func (p *Plan) program(batch int) (*program, error) {
 	if pr, ok := p.progs[batch]; ok {
 		return pr, nil
 	}
-	block := MaxBlock
-	if p.mode == precision.Compensated {
-		block = MaxCompensatedBlock
+	sc, block := schemeFor(p.mode, p.dev)
+	lay := newLayout(p.dims, batch, block)
+	if sc != nil && sc.exact {
+		sc = sc.forLayout(lay)
 	}
-	pr, err := newProgram(p.dev, newLayout(p.dims, batch, block), -1, p.mode)
+	pr, err := newProgram(p.dev, lay, -1, p.mode, sc)
 	if err != nil {
 		return nil, err
 	}
 	p.progs[batch] = pr
 	return pr, nil
+}
+
+// schemeFor picks the arithmetic of mode's programs on dev and the largest
+// block it stages with: the one-pass FP16 program (nil) or Compensated's
+// 6-bit digits on the wide accumulator the engine has, and exact 3-bit
+// digit arithmetic in both modes where the device adds a matmul's products
+// in an fp16 running sum (the simulator's pessimistic "sim-narrow" model).
+func schemeFor(mode precision.Mode, dev shim.Device) (*digitScheme, int) {
+	switch {
+	case narrowAccumulator(dev) && mode == precision.Compensated:
+		return &compNarrow, compNarrow.block
+	case narrowAccumulator(dev):
+		return &fp16Narrow, fp16Narrow.block
+	case mode == precision.Compensated:
+		return &compWide, compWide.block
+	}
+	return nil, MaxBlock
+}
+
+// narrowAccumulator reports whether dev adds the products of a matmul in an
+// fp16 running sum, as its Info says.
+func narrowAccumulator(dev shim.Device) bool {
+	in := dev.Info()
+	return in.Name == "sim-narrow" || strings.Contains(in.Numerics, "narrow accumulation")
 }
 
 // Len is the number of points the plan transforms (rows·cols for 2-D).

@@ -17,8 +17,19 @@ type program struct {
 	lay  *layout
 	sign int // −1 forward, +1 inverse (unnormalized)
 	mode precision.Mode
-	exe  shim.Executable
-	comp *compSchedule // Compensated mode only
+	// digits is the digit arithmetic (see schemeFor), nil for the one-pass
+	// FP16 program; nil in Compensated mode means compWide.
+	digits *digitScheme
+	exe    shim.Executable
+	comp   *compSchedule // digit programs only
+}
+
+// scheme is the program's digit arithmetic, nil for the one-pass program.
+func (p *program) scheme() *digitScheme {
+	if p.digits == nil && p.mode == precision.Compensated {
+		return &compWide
+	}
+	return p.digits
 }
 
 // maxRow is the longest row a program's tensors use.
@@ -43,8 +54,8 @@ func build(dev shim.Device, g *dataflow.Graph, what string) (shim.Executable, er
 }
 
 // newProgram builds the program of lay in mode on dev.
-func newProgram(dev shim.Device, lay *layout, sign int, mode precision.Mode) (*program, error) {
-	p := &program{lay: lay, sign: sign, mode: mode}
+func newProgram(dev shim.Device, lay *layout, sign int, mode precision.Mode, digits *digitScheme) (*program, error) {
+	p := &program{lay: lay, sign: sign, mode: mode, digits: digits}
 	g := p.graph(maxRow(dev))
 	if err := g.Err(); err != nil {
 		return nil, fmt.Errorf("fft: building the %v program for %v × %d: %w", mode, lay.dims, lay.batch, err)
@@ -59,8 +70,8 @@ func newProgram(dev shim.Device, lay *layout, sign int, mode precision.Mode) (*p
 
 // graph builds the program's graph, with rows of at most limit elements.
 func (p *program) graph(limit int) *dataflow.Graph {
-	if p.mode == precision.Compensated {
-		p.comp = &compSchedule{}
+	if sc := p.scheme(); sc != nil {
+		p.comp = &compSchedule{sc: sc}
 		return p.comp.graph(p.lay, p.sign, limit)
 	}
 	return fp16Graph(p.lay, p.sign, limit)
@@ -199,9 +210,10 @@ func (p *program) pack(what string, xs [][]complex128) (buf []float32, exps []in
 	live = make([]bool, B)
 	plane := 2 * B * l.total // one copy of the input
 	copies := 1
+	sc := p.scheme()
 	switch {
-	case p.mode == precision.Compensated:
-		copies = dataLevels
+	case sc != nil:
+		copies = sc.dataLevels
 	case l.split():
 		copies = splitCopies
 	}
@@ -221,8 +233,8 @@ func (p *program) pack(what string, xs [][]complex128) (buf []float32, exps []in
 				for part, c := range [2]float64{real(v), imag(v)} {
 					at := ((part*s0.f+j1)*B+b)*s0.q + q
 					switch {
-					case p.mode == precision.Compensated:
-						putDigits(buf, plane, at, math.Ldexp(c, e))
+					case sc != nil:
+						sc.putDigits(buf, plane, at, math.Ldexp(c, e))
 					case copies == 1:
 						buf[at] = put(c, e)
 					default:
@@ -255,7 +267,7 @@ func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex1
 		for t, nat := range l.natOf {
 			km, rr := t/r, t%r
 			ir, ii := (km*B+b)*r+rr, ((sm.f+km)*B+b)*r+rr
-			if p.mode != precision.Compensated {
+			if p.comp == nil {
 				sc := l.outShift - exps[b]
 				y[nat] = complex(math.Ldexp(float64(outs[0][ir]), sc), math.Ldexp(float64(outs[0][ii]), sc))
 				continue

@@ -12,7 +12,9 @@ const (
 	MaxLen = 1 << 18
 	// MaxBlock is the largest dense DFT block of an FP16 stage: a stage
 	// contracts 2·MaxBlock real terms (see the package documentation for
-	// the error of one stage).
+	// the error of one stage). Both block limits are for the engine's wide
+	// accumulator; on an fp16 running sum both modes use blocks of at most
+	// 32 points.
 	MaxBlock = 256
 	// MaxCompensatedBlock is the largest block of a Compensated stage,
 	// whose conv passes carry 21 digit pairs: smaller blocks keep the
