@@ -17,6 +17,7 @@ test: vet darwin unit race arm64
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	@! grep -rnE 'shared/docs|ANE_FACTS|MIL_OPS|NUMERICS_NOTES|ANE_CALLS|DESIGN\.md' --include='*.go' --include='*.md' --exclude=caps_test.go . || { echo "the repository must not point outside itself (cite docs/ instead)"; exit 1; }
 	$(GO) vet ./...
 	$(DARWIN) $(GO) vet ./...
 

@@ -407,7 +407,7 @@ func (l *fgmresLS) solve(k int) []float64 {
 
 // concatTree concatenates xs along axis with two-input concats in a
 // balanced tree: some ANE compile routes take only two inputs per concat
-// (ANE_FACTS §2).
+// (docs/ENGINE.md §7).
 func concatTree(g *dataflow.Graph, axis int, xs []dataflow.Value) dataflow.Value {
 	for len(xs) > 1 {
 		next := make([]dataflow.Value, 0, (len(xs)+1)/2)
