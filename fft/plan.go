@@ -25,18 +25,6 @@ type Settings struct {
 	Precision precision.Mode
 }
 
-var (
-	defaultOnce sync.Once
-	defaultDev  shim.Device
-	defaultErr  error
-)
-
-// defaultDevice opens shim.Open("") once per process.
-func defaultDevice() (shim.Device, error) {
-	defaultOnce.Do(func() { defaultDev, defaultErr = shim.Open("") })
-	return defaultDev, defaultErr
-}
-
 // resolve fills in the defaults of s.
 func resolve(what string, s *Settings) (shim.Device, precision.Mode, error) {
 	var dev shim.Device
@@ -55,7 +43,7 @@ func resolve(what string, s *Settings) (shim.Device, precision.Mode, error) {
 		return nil, 0, fmt.Errorf("fft: %s: unknown precision mode %v; use FP16 or Compensated: %w", what, mode, ErrUnsupported)
 	}
 	if dev == nil {
-		d, err := defaultDevice()
+		d, err := shim.Shared()
 		if err != nil {
 			return nil, 0, fmt.Errorf("fft: %s: opening the default device: %w", what, err)
 		}

@@ -92,7 +92,7 @@ func device(s Settings) (shim.Device, error) {
 	if s.Device != nil {
 		return s.Device, nil
 	}
-	d, err := defaultDevice()
+	d, err := shim.Shared()
 	if err != nil {
 		return nil, fmt.Errorf("krylov: %w", err)
 	}

@@ -3,26 +3,12 @@ package krylov
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/lower"
 
 	"github.com/anemone-go/anemone/shim"
 )
-
-var (
-	defaultOnce sync.Once
-	defaultDev  shim.Device
-	defaultErr  error
-)
-
-// defaultDevice opens shim.Open("") once per process and shares it: every
-// solve then shares one compile cache.
-func defaultDevice() (shim.Device, error) {
-	defaultOnce.Do(func() { defaultDev, defaultErr = shim.Open("") })
-	return defaultDev, defaultErr
-}
 
 // compile lowers and compiles g on dev. A program the target cannot run (too
 // long a vector, say) is an error wrapping ErrUnsupported as well as the

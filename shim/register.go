@@ -78,3 +78,18 @@ func Open(name string) (Device, error) {
 
 // Default opens the default device: Open("").
 func Default() (Device, error) { return Open("") }
+
+var shared struct {
+	once sync.Once
+	dev  Device
+	err  error
+}
+
+// Shared returns the process's default device, opened once by Open("").
+// The packages that run on a device (krylov, fft, linalg) use it when their
+// settings name none, so that they share one compile cache and together
+// stay within the engine's per-process program budget. Do not close it.
+func Shared() (Device, error) {
+	shared.once.Do(func() { shared.dev, shared.err = Open("") })
+	return shared.dev, shared.err
+}

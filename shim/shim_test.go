@@ -155,3 +155,13 @@ func TestConcurrentRuns(t *testing.T) {
 	require.Equal(t, 3, c.Stats().Compiles)
 	require.Equal(t, 160, c.Stats().Runs)
 }
+
+// TestSharedIsOneDevice: every package that is given no device gets the
+// same one, so they share one compile cache and one program budget.
+func TestSharedIsOneDevice(t *testing.T) {
+	a, err := shim.Shared()
+	require.NoError(t, err)
+	b, err := shim.Shared()
+	require.NoError(t, err)
+	require.Same(t, a.(*shim.Cache), b.(*shim.Cache))
+}
