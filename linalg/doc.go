@@ -15,6 +15,21 @@
 // A's rows into bands of at most the target's spatial limit, one program
 // each.
 //
+// # Two accumulators
+//
+// Exact digit sums need the float32 accumulator the ANE's matmul is
+// documented to have (the simulator's "sim"). The package measures, once per
+// device, whether partial sums are rounded to fp16 instead (the pessimistic
+// "sim-narrow"): one dispatch of a three-term dot product whose first
+// partial sum needs 24 bits. On such a device FP16 products lose about
+// 2⁻¹¹·√(k/2) more (4.7e-3 at k = 1024 against 4.1e-4), Compensated
+// products switch to 10 limbs of 3-bit digits (the same 30 bits, digit
+// products small enough that the running sums of random data stay exact:
+// 1.5e-8 to 1.9e-8 measured, about 3.4 times the device work), Float64 is
+// ErrUnsupported (no limb split is exact past 36 bits there), and Solve,
+// Inverse and Norm2 reach the same accuracy as on the wide device, at
+// that higher cost. Stats.Narrow reports which case applied.
+//
 // # Solves: Newton–Schulz inverse plus iterative refinement
 //
 // The host must not factor A. Of the two designs the issue names — GMRES-IR
@@ -42,10 +57,11 @@
 //     iteration is self-correcting (Söderström and Stewart, SIAM J. Numer.
 //     Anal. 11(1), 1974), but in the early steps the singular directions
 //     with σ_i/σ_1 below the product's relative error ε are lost in its
-//     rounding noise, so a mode reaches κ ≈ 1/(10ε): FP16 about 2e3,
-//     Compensated (ε ≈ 4e-8) about 1e7. By default the FP16 iteration is
-//     tried first (cheap), and the Compensated one when FP16 cannot bring
-//     ‖I − B·X‖_F below ½.
+//     rounding noise, so a mode reaches κ ≈ 1/(10ε): FP16 about 2e3
+//     (with an fp16 accumulator far less: at n = 256 κ = 1e2 already needs
+//     Compensated), Compensated (ε ≈ 4e-8) about 1e7. By default the FP16
+//     iteration is tried first (cheap), and the Compensated one when FP16
+//     cannot bring ‖I − B·X‖_F below ½.
 //  3. Refinement (Wilkinson; Higham, Accuracy and Stability of Numerical
 //     Algorithms, 2nd ed., ch. 12): the host computes R = B − A·X̂ in float64
 //     for all right-hand sides, the device the corrections D_c·X·D_r·R in one
@@ -53,6 +69,13 @@
 //     adds them. ‖I − A·X̃‖ < ½ makes every step gain a factor 2 or (in
 //     practice) far more, down to the stopping rule ‖b − A·x‖∞/(‖A‖∞‖x‖∞ +
 //     ‖b‖∞) ≤ 1e-15 of MAGMA's and cuSOLVER's mixed-precision solvers.
+//
+// Newton–Schulz is most of a solve's device work, so Solve, SolveMany and
+// Inverse keep the last four inverses they found, keyed by the *mat.Dense
+// pointer (held weakly), a hash of its contents, the device and the
+// Precision asked for: a second solve with the same matrix only refines
+// (Stats.Cached; Settings.NoCache turns it off). Matrices of other types
+// are not cached.
 //
 // This is the refinement structure of Carson and Higham's three-precision
 // analysis with the device inverse as the low-precision solver; their
@@ -78,6 +101,10 @@
 //     panic or a NaN; a result short of its tolerance comes back with
 //     ErrNotConverged, whose message carries the history and the condition
 //     estimate.
-//   - Accuracy claims hold under the "sim" numerics model (float32
-//     accumulation); compensated exactness needs that wide accumulator.
+//   - Accuracy claims are tested under both numerics models of the
+//     simulator, "sim" (float32 accumulation) and "sim-narrow" (fp16); each
+//     function's documentation gives the figures of both where they differ.
+//     On the narrow device the exactness of compensated digit sums is
+//     data-dependent (it holds for the random matrices tested), not
+//     guaranteed.
 package linalg

@@ -48,3 +48,16 @@ func randSVD(t testing.TB, n int, kappa float64, seed uint64) *mat.Dense {
 	require.NoError(t, err)
 	return a
 }
+
+// shortSize is a test's matrix size: long without -short, and with -short
+// wide on "sim" and narrow on "sim-narrow" (whose simulated kernel rounds
+// every partial sum to fp16 and is about ten times slower).
+func shortSize(long, wide, narrow int, isWide bool) int {
+	switch {
+	case !testing.Short():
+		return long
+	case isWide:
+		return wide
+	}
+	return narrow
+}

@@ -292,8 +292,28 @@ func equilibrate(fn string, a mat.Matrix) (*equilibrated, error) {
 }
 
 // inverse runs Newton–Schulz on e.b in the modes the setting asks for
-// (FP16 first, then Compensated, by default) and returns the best result.
+// (FP16 first, then Compensated, by default) and returns the best result,
+// or the cached one (see the inverse cache).
 func (e *equilibrated) inverse(fn string, cfg *config) (*nsResult, error) {
+	hostStart := time.Now()
+	key, hash, cacheable := cacheKey(cfg, e.a)
+	var hit *nsResult
+	if cacheable {
+		hit = cachedInverse(key, hash)
+	}
+	cfg.stats.Host += time.Since(hostStart)
+	if hit != nil {
+		cfg.stats.Cached = true
+		return hit, nil
+	}
+	r, err := e.newInverse(fn, cfg)
+	if err == nil && cacheable && r.ok() {
+		storeInverse(key, hash, r)
+	}
+	return r, err
+}
+
+func (e *equilibrated) newInverse(fn string, cfg *config) (*nsResult, error) {
 	var modes []precision.Mode
 	switch cfg.mode {
 	case 0:

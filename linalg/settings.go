@@ -31,9 +31,20 @@ const (
 // compensated product's normwise error is about 40·2^(−6·limbs)
 // (precision.MatVec): 5 limbs give ≈ 4e-8, below the 1e-6 that Compensated
 // promises for every shape; Float64 takes ⌈53/6⌉ = 9.
+//
+// On a device whose matmul rounds every partial sum to fp16 (found by the
+// accumulator probe; the simulator's "sim-narrow"), 6-bit digit sums are
+// not exact past 2¹¹ units and stall near 1e-3, so Compensated takes 10
+// limbs of 3-bit digits instead: the same 30 bits, digit products ≤ 16
+// whose running sums of random data stay below 2¹¹ (data-dependent: the
+// largest partial sum of N such products grows like √N, about 7·√N). No
+// limb count reaches float64 there (12 limbs of 3 bits are 36 bits), so
+// Float64 is ErrUnsupported on such a device.
 const (
-	compensatedLimbs = 5
-	float64Limbs     = 9
+	compensatedLimbs       = 5
+	float64Limbs           = 9
+	narrowBits             = 3
+	narrowCompensatedLimbs = 10
 )
 
 // Settings configure every function of the package. A nil *Settings means
@@ -56,12 +67,19 @@ type Settings struct {
 	MaxDispatches int
 	// Stats, if not nil, receives what the call did.
 	Stats *Stats
+	// NoCache turns off the reuse of device inverses: Solve, SolveMany and
+	// Inverse keep the last few Newton–Schulz inverses, keyed by the
+	// *mat.Dense pointer, a hash of its contents, the device and
+	// Precision, so a second solve with the same matrix skips the
+	// iteration (see Solve).
+	NoCache bool
 }
 
 // Stats reports the work of one call.
 type Stats struct {
 	// Dispatches counts device programs run; Programs the programs
-	// compiled.
+	// compiled (neither counts the accumulator probe, which runs once per
+	// device).
 	Dispatches, Programs int
 	// Flops counts the device's fp16 multiply-adds ×2, limb products
 	// included.
@@ -78,6 +96,13 @@ type Stats struct {
 	// Cond estimates κ∞(A) = ‖A‖∞·‖A⁻¹‖∞ from the device inverse (Solve,
 	// SolveMany, Inverse).
 	Cond float64
+	// Cached reports that the Newton–Schulz inverse came from the cache
+	// (NewtonSchulz is then 0).
+	Cached bool
+	// Narrow reports a device whose matmul rounds partial sums to fp16
+	// (measured once per device); compensated products then use 10 limbs
+	// of 3-bit digits.
+	Narrow bool
 	// Device is time spent in device dispatches (the simulator's when there
 	// is no engine), Host the float64 work on the host, Build the graph
 	// construction, lowering and compilation.
@@ -91,6 +116,8 @@ type config struct {
 	budget  int
 	stats   *Stats
 	maxSpat int
+	wide    bool // the device accumulates matmuls in float32
+	noCache bool
 }
 
 var (
@@ -110,7 +137,7 @@ func resolve(fn string, s *Settings) (*config, error) {
 	if s != nil {
 		in = *s
 	}
-	c := &config{dev: in.Device, mode: in.Precision, tol: in.Tol, budget: in.MaxDispatches, stats: in.Stats}
+	c := &config{dev: in.Device, mode: in.Precision, tol: in.Tol, budget: in.MaxDispatches, stats: in.Stats, noCache: in.NoCache}
 	if c.stats == nil {
 		c.stats = &Stats{}
 	} else {
@@ -138,18 +165,44 @@ func resolve(fn string, s *Settings) (*config, error) {
 	if c.maxSpat <= 0 {
 		c.maxSpat = 16384
 	}
+	wide, err := wideAccumulator(c.dev)
+	if err != nil {
+		return nil, wrapDevice(fn, err)
+	}
+	c.wide = wide
+	c.stats.Narrow = !wide
+	if !wide && c.mode == precision.Float64 {
+		return nil, fmt.Errorf("linalg: %s: Float64 products need a matmul that accumulates in float32, and device %q rounds its partial sums to fp16, where no limb split is exact past 36 bits; use Compensated (about 1e-8): %w",
+			fn, c.dev.Info().Name, ErrUnsupported)
+	}
 	return c, nil
 }
 
-// productOptions maps a mode to the limb options of precision's products.
-func productOptions(m precision.Mode) precision.MatMulOptions {
-	switch m {
-	case precision.FP16:
+// productOptions maps a mode to the limb options of precision's products
+// (see the limb constants; Float64 never reaches here on a narrow device).
+func (c *config) productOptions(m precision.Mode) precision.MatMulOptions {
+	switch {
+	case m == precision.FP16:
 		return precision.MatMulOptions{Mode: precision.FP16}
-	case precision.Float64:
+	case m == precision.Float64:
 		return precision.MatMulOptions{Mode: precision.Float64, Limbs: float64Limbs}
+	case !c.wide:
+		return precision.MatMulOptions{Mode: precision.Compensated, Bits: narrowBits, Limbs: narrowCompensatedLimbs}
 	}
 	return precision.MatMulOptions{Mode: precision.Compensated, Limbs: compensatedLimbs}
+}
+
+// fp16Err is the normwise relative error of one FP16 product with
+// contraction length k: u16 = 2⁻¹¹ with a float32 accumulator (operand and
+// output roundings, each RMS below u16/√3). An fp16 running sum adds a
+// rounding of every partial sum s_j, RMS below u16·|s_j|; for random terms
+// |s_j| grows like √j, so the error of the sum is about
+// u16·√(Σ j)/√k ≈ u16·√(k/2) of its size: u16·(1 + √(k/2)) in all.
+func (c *config) fp16Err(k int) float64 {
+	if c.wide {
+		return 0x1p-11
+	}
+	return 0x1p-11 * (1 + math.Sqrt(float64(k)/2))
 }
 
 // wrapDevice maps errors of precision and the device to this package's

@@ -16,10 +16,12 @@ const (
 	// times its value refineWindow steps earlier.
 	refineWindow = 3
 	refineFactor = 0.5
-	// fp16ApplyCond: the correction X·r runs as one FP16 pass when
-	// κ∞(A)·2⁻¹¹ ≤ 1/16 (its relative error, about κ·u16, then costs at
-	// most a factor 1/16 of each step's gain), compensated otherwise.
-	fp16ApplyCond = 0x1p-4 / 0x1p-11
+	// fp16ApplyErr: the correction X·r runs as one FP16 pass when
+	// κ∞(A)·ε16 ≤ 1/16, ε16 the FP16 product's relative error (u16 = 2⁻¹¹
+	// with a float32 accumulator, about u16·√(n/2) with an fp16 one): its
+	// error, about κ·ε16 relative, then costs at most a factor 1/16 of
+	// each step's gain. Compensated otherwise.
+	fp16ApplyErr = 0x1p-4
 )
 
 // Solve solves A·x = b for a square nonsingular A to float64-class
@@ -39,8 +41,15 @@ const (
 // It stops when the normwise backward error ‖b − A·x‖∞/(‖A‖∞‖x‖∞ + ‖b‖∞)
 // is at most Tol (default 1e-15). On the simulator (RandSVD, geometric
 // singular values, n = 256) it reaches that for κ₂ = 1e2, 1e4 and 1e6
-// (TestSolveTable). Precision FP16 forces FP16 products (κ ≲ 2e3),
-// Compensated 5-limb products (κ ≲ 1e7), Float64 9-limb products.
+// (TestSolveTable), under both of the simulator's numerics models.
+// Precision FP16 forces FP16 products (κ ≲ 2e3 with a float32
+// accumulator, less with an fp16 one), Compensated 30-bit products
+// (κ ≲ 1e7), Float64 9-limb products (ErrUnsupported on an fp16
+// accumulator).
+//
+// The Newton–Schulz inverse is cached: a later Solve, SolveMany or Inverse
+// with the same *mat.Dense, unchanged contents, the same device and
+// Precision skips step 2 (see Settings.NoCache and Stats.Cached).
 //
 // Errors: ErrShape (a not square, len(b) wrong), ErrRange (NaN or ±Inf),
 // ErrSingular together with ErrNotConverged when no usable inverse is
@@ -117,7 +126,7 @@ func solve(fn string, a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	cfg.stats.Host += time.Since(hostStart)
 
 	applyMode := precision.Compensated
-	if cfg.mode == precision.FP16 || (cfg.mode == 0 && cfg.stats.Cond <= fp16ApplyCond) {
+	if cfg.mode == precision.FP16 || (cfg.mode == 0 && cfg.stats.Cond*cfg.fp16Err(n) <= fp16ApplyErr) {
 		applyMode = precision.FP16
 	}
 	if cfg.mode == precision.Float64 {
@@ -200,7 +209,8 @@ func notConverged(fn string, cfg *config, ns *nsResult, why string) error {
 // products (Float64 with Precision Float64), X += X·R, while ‖R‖∞ at least
 // halves. Each step multiplies ‖R‖ by about max(‖R‖, κ·ε), so it ends at
 // the float64 floor, about n·2⁻⁵³·κ∞(A). On the simulator ‖I − A·X‖₂ ≤ 1e-12
-// for κ₂ ≤ 1e4 at n = 128 (TestInverse). Converged means ‖I − A·X‖∞ ≤
+// for κ₂ ≤ 1e4 at n = 128 under both numerics models (TestInverse). The
+// Newton–Schulz inverse is shared with Solve's cache. Converged means ‖I − A·X‖∞ ≤
 // Tol·n·κ∞ (Tol default 1e-15); otherwise the best X comes back with
 // ErrNotConverged. Errors as Solve.
 func Inverse(a mat.Matrix, s *Settings) (*mat.Dense, error) {
