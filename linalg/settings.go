@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/anemone-go/anemone/lower"
@@ -120,17 +119,6 @@ type config struct {
 	noCache bool
 }
 
-var (
-	defaultOnce sync.Once
-	defaultDev  shim.Device
-	defaultErr  error
-)
-
-func defaultDevice() (shim.Device, error) {
-	defaultOnce.Do(func() { defaultDev, defaultErr = shim.Open("") })
-	return defaultDev, defaultErr
-}
-
 // resolve checks s and fills in the defaults; fn names the caller.
 func resolve(fn string, s *Settings) (*config, error) {
 	var in Settings
@@ -155,7 +143,7 @@ func resolve(fn string, s *Settings) (*config, error) {
 		c.budget = DefaultMaxDispatches
 	}
 	if c.dev == nil {
-		d, err := defaultDevice()
+		d, err := shim.Shared()
 		if err != nil {
 			return nil, fmt.Errorf("linalg: %s: opening the default device: %w", fn, err)
 		}
