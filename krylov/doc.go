@@ -82,8 +82,9 @@
 //     MaxDispatches bounds every solve, and stagnation ends it early.
 //   - Sizes are checked when the operator is built: a Stencil2D grid holds
 //     up to MaxGridWidth × MaxGridHeight points (laid out [1, C, ny, nx],
-//     so not limited to one device row); a Dense matrix, and for GMRES any
-//     operator, at most MaxUnknowns (one device row). Unroll and Restart
+//     so not limited to one device row, in CG and GMRES alike); a Dense
+//     matrix, and any other operator, at most MaxUnknowns (one device
+//     row). Unroll and Restart
 //     are bounded by MaxUnroll and MaxRestart, so no setting builds a
 //     program without bound.
 //   - Stats report the time spent building, on the device (the simulator's

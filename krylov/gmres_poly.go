@@ -126,13 +126,20 @@ func polyRegion(a Operator, normA float64, sigma, degree int) polyEllipse {
 // should a non-normal operator overflow anyway).
 func polyGraph(a Operator, n, sigma, degree int, region polyEllipse) (*dataflow.Graph, error) {
 	g := dataflow.New()
-	v := g.Input("v", dataflow.Shape{1, n})
+	shape := dataflow.Shape{1, n}
+	st, grid := a.(*stencilOp)
+	if grid {
+		// The grid layout [1, 1, ny, nx] (row-major, so the host's vector
+		// is unchanged): no row limit, the stencil a conv on it.
+		shape = dataflow.Shape{1, 1, st.ny, st.nx}
+	}
+	v := g.Input("v", shape)
 	c0, cd, cr := region.coefficients(degree)
 	d := g.Mul(v, g.Scalar(c0))
 	z, r := d, v
 	for k := range degree {
 		ad := a.DeviceApply(g, d, sigma)
-		if k == 0 {
+		if k == 0 && !grid {
 			if err := checkApplyShape(g, ad, n); err != nil {
 				return nil, fmt.Errorf("krylov: GMRES: %w", err)
 			}

@@ -182,8 +182,8 @@ func (d *denseOp) maxAbs() float64 {
 // CG keeps about 2·FCGTruncation + 6 float64 vectors on the host (176
 // bytes per unknown) and 3 fp16 channels on the device. A coefficient that
 // is NaN or ±Inf, or whose absolute sum overflows, is an error wrapping
-// ErrInput. GMRES applies a stencil to [1, n] vectors, so it is bounded by
-// MaxUnknowns.
+// ErrInput. GMRES keeps a stencil's vectors on the grid too, within the
+// same limits; its host keeps 2·Restart + 4 float64 vectors.
 func Stencil2D(nx, ny int, c [3][3]float64) (Operator, error) {
 	if nx <= 0 || ny <= 0 {
 		return nil, fmt.Errorf("krylov: stencil grid %d×%d must be positive: %w", nx, ny, ErrShape)
@@ -267,7 +267,11 @@ func (s *stencilOp) DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) 
 		}
 		k = g.Const(name, dataflow.Shape{1, 1, 3, 3}, w)
 	}
-	grid := g.Reshape(x, dataflow.Shape{1, 1, s.ny, s.nx})
+	gridShape := dataflow.Shape{1, 1, s.ny, s.nx}
+	if x.Shape().Equal(gridShape) { // already on the grid (GMRES past one device row)
+		return g.Conv2D(x, k, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}})
+	}
+	grid := g.Reshape(x, gridShape)
 	y := g.Conv2D(grid, k, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}})
 	return g.Reshape(y, dataflow.Shape{1, s.nx * s.ny})
 }
