@@ -3,9 +3,9 @@ package linalg
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"time"
 
+	"github.com/anemone-go/anemone/internal/newtonschulz"
 	"github.com/anemone-go/anemone/precision"
 	"gonum.org/v1/gonum/mat"
 )
@@ -19,17 +19,6 @@ const (
 	// has ‖I − B·X‖_F < nsAccept: ‖I − B·X‖₂ ≤ ‖·‖_F < ½, so refinement
 	// gains at least a factor 2 a step.
 	nsAccept = 0.5
-	// nsSafety keeps the acceleration away from the edge: the scaled
-	// spectrum β·[l, 1] is mapped to [β·l, 2 − β·l − nsSafety·(1 − l)], so
-	// that eigenvalues slightly above 1 (rounding) stay below 2.
-	nsSafety = 0.1
-	// nsLanczos is the number of Lanczos steps that estimate the smallest
-	// eigenvalue of B·X on the host.
-	nsLanczos = 24
-	// nsStall: in the quadratic phase (‖I − B·X‖_F < 1) the iteration
-	// stops when nsStall steps in a row fail to improve the best residual
-	// by 10 % (the rounding floor κ·ε is reached).
-	nsStall = 2
 )
 
 // reach is the largest condition number for which Newton–Schulz in mode
@@ -60,7 +49,7 @@ func (r *nsResult) ok() bool { return r.x != nil && r.resF < nsAccept }
 // newtonSchulz approximates B⁻¹ on the device by the Newton–Schulz
 // iteration X_{k+1} = X_k·(2I − B·X_k) (Schulz 1933; Ben-Israel 1965) with
 // the acceleration of Pan and Schreiber (1991, §3): X_{k+1} = β·X_k·(2I −
-// β·B·X_k), β = 2/(1 + l + nsSafety·(1 − l)) for a lower bound l of the
+// β·B·X_k), β = 2/(1 + l + 0.1·(1 − l)) for a lower bound l of the
 // spectrum of B·X_k, which then doubles the small eigenvalues' growth per
 // step (×4 instead of ×2). X_0 = Bᵀ/min(‖B‖₁‖B‖∞, ‖B‖_F²) puts the spectrum
 // of B·X_0 = BBᵀ/… in (0, 1] (Ben-Israel and Cohen 1966), and every later
@@ -82,152 +71,21 @@ func newtonSchulz(fn string, cfg *config, b *mat.Dense, mode precision.Mode) (*n
 		return res, err
 	}
 	defer pb.close()
-
-	hostStart := time.Now()
-	norm1, normInf, normF := mat.Norm(b, 1), mat.Norm(b, math.Inf(1)), mat.Norm(b, 2)
-	x := mat.NewDense(n, n, nil)
-	x.Scale(1/math.Min(norm1*normInf, normF*normF), b.T())
-	cfg.stats.Host += time.Since(hostStart)
-
-	var t mat.Dense
-	if err := pb.apply(fn, &t, x); err != nil {
-		return res, err
-	}
-	l0 := 1 / (float64(n) * reach(mode) * reach(mode))
-	maxSteps := int(math.Ceil(math.Log(1/l0)/math.Log(3.6))) + 8
-	rng := rand.New(rand.NewPCG(0x6c696e616c67, uint64(n)))
-	stall := 0
-	m := mat.NewDense(n, n, nil)
-	for step := 0; ; step++ {
-		hostStart = time.Now()
-		rF := residualFrobenius(&t)
-		res.history = append(res.history, rF)
-		cfg.stats.Host += time.Since(hostStart)
-		if math.IsNaN(rF) || math.IsInf(rF, 0) {
-			break
-		}
-		if rF < res.resF {
-			if rF > 0.9*res.resF && res.resF < 1 {
-				stall++
-			} else {
-				stall = 0
+	run, err := newtonschulz.Run(b, newtonschulz.Config{Stop: nsStop, Reach: reach(mode), Seed: 0x6c696e616c67}, newtonschulz.Products{
+		MulB: func(dst, x *mat.Dense) error { return pb.apply(fn, dst, x) },
+		MulX: func(dst, x, m *mat.Dense) error {
+			px, err := newPlan(fn, cfg, x, n, mode)
+			if err != nil {
+				return err
 			}
-			res.resF = rF
-			res.x = mat.DenseCopyOf(x)
-		} else if res.resF < 1 {
-			stall++
-		}
-		if rF <= nsStop || stall >= nsStall || step >= maxSteps || rF > 2*res.resF {
-			break
-		}
-		hostStart = time.Now()
-		l := lanczosMin(&t, nsLanczos, rng)
-		l = math.Max(0, math.Min(1, l))
-		beta := 2 / (1 + l + nsSafety*(1-l))
-		// M = 2I − β·T.
-		m.Scale(-beta, &t)
-		for i := range n {
-			m.Set(i, i, m.At(i, i)+2)
-		}
-		cfg.stats.Host += time.Since(hostStart)
-		px, err := newPlan(fn, cfg, x, n, mode)
-		if err != nil {
-			return res, err
-		}
-		var xn mat.Dense
-		err = px.apply(fn, &xn, m)
-		px.close()
-		if err != nil {
-			return res, err
-		}
-		xn.Scale(beta, &xn)
-		x = &xn
-		res.steps++
-		cfg.stats.NewtonSchulz++
-		if err := pb.apply(fn, &t, x); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
-}
-
-// residualFrobenius returns ‖I − T‖_F.
-func residualFrobenius(t *mat.Dense) float64 {
-	n, _ := t.Dims()
-	s := 0.0
-	for i := range n {
-		row := t.RawRowView(i)
-		for j, v := range row {
-			if i == j {
-				v = 1 - v
-			}
-			s += v * v
-		}
-	}
-	return math.Sqrt(s)
-}
-
-// lanczosMin returns the smallest Ritz value of k Lanczos steps (full
-// reorthogonalization) on the symmetric part of t, from a random start.
-// For a symmetric matrix it is an upper bound of the smallest eigenvalue.
-func lanczosMin(t *mat.Dense, k int, rng *rand.Rand) float64 {
-	n, _ := t.Dims()
-	k = min(k, n)
-	q := make([][]float64, 0, k+1)
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = rng.NormFloat64()
-	}
-	scaleTo(v, 1/norm2(v))
-	q = append(q, v)
-	alpha := make([]float64, 0, k)
-	betas := make([]float64, 0, k)
-	w := make([]float64, n)
-	wt := make([]float64, n)
-	for j := range k {
-		// w = ½(T + Tᵀ)·q_j.
-		mat.NewVecDense(n, w).MulVec(t, mat.NewVecDense(n, q[j]))
-		mat.NewVecDense(n, wt).MulVec(t.T(), mat.NewVecDense(n, q[j]))
-		for i := range w {
-			w[i] = (w[i] + wt[i]) / 2
-		}
-		a := dot(w, q[j])
-		alpha = append(alpha, a)
-		for pass := 0; pass < 2; pass++ {
-			for _, qi := range q {
-				c := dot(w, qi)
-				for i := range w {
-					w[i] -= c * qi[i]
-				}
-			}
-		}
-		bj := norm2(w)
-		if j == k-1 || !(bj > 1e-14*math.Abs(a)) {
-			break
-		}
-		betas = append(betas, bj)
-		next := append([]float64(nil), w...)
-		scaleTo(next, 1/bj)
-		q = append(q, next)
-	}
-	m := len(alpha)
-	tri := mat.NewSymDense(m, nil)
-	for i := range m {
-		tri.SetSym(i, i, alpha[i])
-		if i+1 < m {
-			tri.SetSym(i, i+1, betas[i])
-		}
-	}
-	var eig mat.EigenSym
-	if !eig.Factorize(tri, false) {
-		return 0
-	}
-	vals := eig.Values(nil)
-	lo := math.Inf(1)
-	for _, v := range vals {
-		lo = math.Min(lo, v)
-	}
-	return lo
+			defer px.close()
+			return px.apply(fn, dst, m)
+		},
+		Host: func(d time.Duration) { cfg.stats.Host += d },
+	})
+	res.x, res.resF, res.steps, res.history = run.X, run.ResF, run.Steps, run.History
+	cfg.stats.NewtonSchulz += run.Steps
+	return res, err
 }
 
 func dot(a, b []float64) float64 {
@@ -239,12 +97,6 @@ func dot(a, b []float64) float64 {
 }
 
 func norm2(a []float64) float64 { return math.Sqrt(dot(a, a)) }
-
-func scaleTo(a []float64, s float64) {
-	for i := range a {
-		a[i] *= s
-	}
-}
 
 // equilibrated is a square matrix scaled by powers of two, B = D_r·A·D_c
 // (precision.Equilibrate), with ‖A‖∞.
