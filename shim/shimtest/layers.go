@@ -248,23 +248,11 @@ func runLayer(dev shim.Device, info shim.Info, c layerCase, seed uint64) (res Re
 	if !slices.Equal(want["out"], an.vals[id]) {
 		return fail(fmt.Errorf("shimtest: internal: the node-by-node evaluation of %s differs from dataflow.Eval", c.layer))
 	}
-	p, err := lower.Lower(g, info.Target)
+	got, err := runOnDevice(dev, info.Target, g, dev32, len(want["out"]))
 	if err != nil {
 		return fail(err)
 	}
-	exe, err := dev.Compile(p)
-	if err != nil {
-		return fail(err)
-	}
-	defer exe.Close()
-	got, err := exe.Run(dev32)
-	if err != nil {
-		return fail(err)
-	}
-	if len(got) != 1 || len(got[0]) != len(want["out"]) {
-		return fail(fmt.Errorf("shimtest: device returned %d outputs, first of length %d; want 1 of length %d", len(got), lenFirst(got), len(want["out"])))
-	}
-	return compare(res, got[0], want["out"], an.errs[id])
+	return compare(res, got, want["out"], an.errs[id])
 }
 
 // layerStatus is the weakest status on target of the ops in g (rejected

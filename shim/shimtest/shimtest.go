@@ -269,21 +269,9 @@ func runCase(dev shim.Device, info shim.Info, c opCase, seed uint64) (res Result
 			return fail(err)
 		}
 	}
-	p, err := lower.Lower(g, info.Target)
+	out, err := runOnDevice(dev, info.Target, g, dev32, len(want["out"]))
 	if err != nil {
 		return fail(err)
-	}
-	exe, err := dev.Compile(p)
-	if err != nil {
-		return fail(err)
-	}
-	defer exe.Close()
-	got, err := exe.Run(dev32)
-	if err != nil {
-		return fail(err)
-	}
-	if len(got) != 1 || len(got[0]) != len(want["out"]) {
-		return fail(fmt.Errorf("shimtest: device returned %d outputs, first of length %d; want 1 of length %d", len(got), lenFirst(got), len(want["out"])))
 	}
 	uAcc := 0x1p-24
 	if narrow(info) {
@@ -311,7 +299,7 @@ func runCase(dev shim.Device, info shim.Info, c opCase, seed uint64) (res Result
 		}
 		bounds[j] = bound
 	}
-	return compare(res, got[0], exactWant, bounds)
+	return compare(res, out, exactWant, bounds)
 }
 
 func lenFirst(xs [][]float32) int {
@@ -339,4 +327,26 @@ func Test(t *testing.T, dev shim.Device) {
 			t.Logf("max error %.3g ulps (bound %.3g there), largest error/bound %.3g, over %d elements", r.MaxULPs, r.BoundULPs, r.MaxRatio, r.Elements)
 		})
 	}
+}
+
+// runOnDevice lowers g for target, compiles it on dev and runs it once on
+// inputs, returning its one output, which must have n elements.
+func runOnDevice(dev shim.Device, target lower.Target, g *dataflow.Graph, inputs [][]float32, n int) ([]float32, error) {
+	p, err := lower.Lower(g, target)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := dev.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	defer exe.Close()
+	got, err := exe.Run(inputs)
+	if err != nil {
+		return nil, err
+	}
+	if len(got) != 1 || len(got[0]) != n {
+		return nil, fmt.Errorf("shimtest: device returned %d outputs, first of length %d; want 1 of length %d", len(got), lenFirst(got), n)
+	}
+	return got[0], nil
 }
