@@ -16,7 +16,6 @@ import (
 	"image/color"
 	"log"
 	"math"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
@@ -25,6 +24,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/anemone-go/anemone/examples/internal/figure"
 	"github.com/anemone-go/anemone/fft"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
@@ -240,13 +240,5 @@ func writePNG(path string, n int, times []float64, show int, results []result) e
 	dc := draw.New(img)
 	heat.Draw(draw.Crop(dc, 0, -0.55*width, 0, 0))
 	errs.Draw(draw.Crop(dc, 0.5*width, 0, 0, 0))
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return figure.SavePNG(path, img)
 }

@@ -103,6 +103,11 @@ func WritePNG(path string, f Figure) error {
 	bar.Draw(draw.Crop(dc, 0.455*width, -0.475*width, vg.Centimeter, -vg.Centimeter/2))
 	conv.Draw(draw.Crop(dc, 0.56*width, 0, 0, 0))
 
+	return SavePNG(path, img)
+}
+
+// SavePNG writes a drawn canvas to path as a PNG file.
+func SavePNG(path string, img *vgimg.Canvas) error {
 	out, err := os.Create(path)
 	if err != nil {
 		return err
