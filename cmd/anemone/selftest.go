@@ -348,6 +348,16 @@ type compiled struct {
 	err error
 }
 
+// build lowers g for the device's target and compiles it; a refusal at
+// either step is in the result's err.
+func (e *env) build(g *dataflow.Graph) compiled {
+	prog, err := lower.Lower(g, e.t)
+	if err != nil {
+		return compiled{err: err}
+	}
+	return e.compile(prog)
+}
+
 func (e *env) compile(p *lower.Program) compiled {
 	exe, err := e.dev.Compile(p)
 	return compiled{exe: exe, err: err}
@@ -783,11 +793,7 @@ func (e *env) onesDot() probe {
 	p.Params = map[string]any{"row": s, "counts": counts}
 	g := dataflow.New()
 	g.Output("s", g.ReduceSum(g.Input("x", dataflow.Shape{1, s}), []int{-1}, true))
-	prog, err := lower.Lower(g, e.t)
-	if err != nil {
-		return fail(p, err)
-	}
-	c := e.compile(prog)
+	c := e.build(g)
 	if c.err != nil {
 		return fail(p, c.err)
 	}
@@ -848,11 +854,7 @@ func (e *env) subnormals() probe {
 	bv := g.Input("b", dataflow.Shape{1, w})
 	g.Output("sum", g.Add(a, bv))
 	g.Output("product", g.Mul(a, bv))
-	prog, err := lower.Lower(g, e.t)
-	if err != nil {
-		return fail(p, err)
-	}
-	c := e.compile(prog)
+	c := e.build(g)
 	if c.err != nil {
 		return fail(p, c.err)
 	}
