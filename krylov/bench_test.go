@@ -18,8 +18,8 @@ func benchCG(b *testing.B, n, unroll int) {
 	dev := simDevice(b, "sim")
 	op := poisson(b, n, n)
 	rhs := randVec(n*n, 1)
-	set := &Settings{Device: dev, Unroll: unroll, MaxDispatches: 2000}
-	if _, err := CG(op, rhs, set); err != nil { // compile outside the timer
+	set := &Settings{Device: dev, Unroll: unroll} // the default MaxDispatches, max(200, √n)
+	if _, err := CG(op, rhs, set); err != nil {   // compile outside the timer
 		b.Fatal(err)
 	}
 	var res Result
@@ -34,7 +34,7 @@ func benchCG(b *testing.B, n, unroll int) {
 	b.ReportMetric(float64(res.DeviceBytes)/float64(n*n)/float64(res.Iterations), "device-B/unknown/iter")
 	b.ReportMetric(float64(res.DeviceBytes)/float64(n*n), "device-B/unknown/solve")
 	b.ReportMetric(float64(res.Dispatches*(unroll+1)), "applications")
-	plan, err := planCG(op, set.withDefaults())
+	plan, err := planCG(op, set.withDefaults(op.Dims()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func BenchmarkReferenceCGPoisson1024(b *testing.B) { benchReferenceCG(b, 1024) }
 // no cache hit).
 func BenchmarkCGBuild128(b *testing.B) {
 	op := poisson(b, 128, 128)
-	plan, err := planCG(op, (&Settings{}).withDefaults())
+	plan, err := planCG(op, (&Settings{}).withDefaults(op.Dims()))
 	if err != nil {
 		b.Fatal(err)
 	}

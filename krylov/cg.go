@@ -77,7 +77,7 @@ import (
 // magnitude is first scaled by a power of two, so ‖b‖ = 1e-300 solves as
 // ‖b‖ = 1 does.
 func CG(a Operator, b []float64, s *Settings) (Result, error) {
-	set := s.withDefaults()
+	set := s.withDefaults(dims(a))
 	if err := checkVectors("CG", a, b, set); err != nil {
 		return Result{}, err
 	}
@@ -273,7 +273,7 @@ func (p *cgPlan) graph() (*dataflow.Graph, error) {
 // pricing: lower.Estimate(p, "ane-m5") models its engine time. A later CG
 // with the same operator and settings reuses it.
 func CGProgram(a Operator, s *Settings) (*lower.Program, error) {
-	set := s.withDefaults()
+	set := s.withDefaults(dims(a))
 	plan, err := planCG(a, set)
 	if err != nil {
 		return nil, err

@@ -48,7 +48,7 @@ func checkCommon(solver string, a Operator, s Settings) error {
 		return fmt.Errorf("krylov: Tol %g must be positive (or zero for the default %g): %w", s.Tol, DefaultTol, ErrInput)
 	}
 	if s.MaxDispatches < 0 {
-		return fmt.Errorf("krylov: MaxDispatches %d must not be negative (zero means the default %d): %w", s.MaxDispatches, DefaultMaxDispatches, ErrInput)
+		return fmt.Errorf("krylov: MaxDispatches %d must not be negative (zero means the default, max(%d, ⌈√n⌉) for n unknowns): %w", s.MaxDispatches, DefaultMaxDispatches, ErrInput)
 	}
 	if _, err := isCompensated(s.Precision); err != nil {
 		return err

@@ -367,3 +367,14 @@ func TestExtremeOperatorScales(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultMaxDispatches: the default bound grows like a grid's side, so
+// a million-unknown Poisson solve (268 dispatches at Unroll 16) fits it,
+// and a set value is kept.
+func TestDefaultMaxDispatches(t *testing.T) {
+	require.Equal(t, DefaultMaxDispatches, (&Settings{}).withDefaults(1).MaxDispatches)
+	require.Equal(t, DefaultMaxDispatches, (&Settings{}).withDefaults(128*128).MaxDispatches)
+	require.Equal(t, 1024, (&Settings{}).withDefaults(1024*1024).MaxDispatches)
+	require.Equal(t, 1025, (&Settings{}).withDefaults(1024*1024+1).MaxDispatches)
+	require.Equal(t, 7, (&Settings{MaxDispatches: 7}).withDefaults(1024*1024).MaxDispatches)
+}

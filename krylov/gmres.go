@@ -113,7 +113,7 @@ const MaxRestart = 32
 // problem past the device's limits (wrapping the lowering error too);
 // ErrNotConverged as above.
 func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
-	st := s.withDefaults()
+	st := s.withDefaults(dims(a))
 	if err := checkVectors("GMRES", a, b, st); err != nil {
 		return Result{}, err
 	}
@@ -170,7 +170,7 @@ func planGMRES(a Operator, st Settings) (*gmresPlan, error) {
 // lower.Estimate. A later GMRES with the same operator and settings reuses
 // it.
 func GMRESProgram(a Operator, s *Settings) (*lower.Program, error) {
-	st := s.withDefaults()
+	st := s.withDefaults(dims(a))
 	plan, err := planGMRES(a, st)
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ func TestRefineWithDevicePolynomial(t *testing.T) {
 	op := denseOf(t, a)
 	b := randVec(n, 8)
 	dev := simDevice(t, "sim")
-	plan, err := planCG(op, (&Settings{Device: dev, Unroll: unroll}).withDefaults())
+	plan, err := planCG(op, (&Settings{Device: dev, Unroll: unroll}).withDefaults(op.Dims()))
 	require.NoError(t, err)
 	require.Nil(t, plan.sdiag, "RandSVD's diagonal needs no scaling")
 	exe, err := plan.program(dev)

@@ -1,6 +1,7 @@
 package krylov
 
 import (
+	"math"
 	"time"
 
 	"github.com/anemone-go/anemone/precision"
@@ -22,8 +23,19 @@ const (
 	// same polynomial.
 	DefaultCompensatedUnroll = 16
 	DefaultRestart           = 30
-	DefaultMaxDispatches     = 200
+	// DefaultMaxDispatches is the least default bound on dispatches; for
+	// n unknowns the default is max(DefaultMaxDispatches, ⌈√n⌉). CG's
+	// iterations on a 2-D diffusion problem grow like the grid's side, √n
+	// (Poisson 1024², about a million unknowns, takes 268 dispatches at
+	// Unroll 16), while a dense or well-conditioned problem needs far
+	// fewer than 200.
+	DefaultMaxDispatches = 200
 )
+
+// defaultMaxDispatches is MaxDispatches' default for n unknowns.
+func defaultMaxDispatches(n int) int {
+	return max(DefaultMaxDispatches, int(math.Ceil(math.Sqrt(float64(n)))))
+}
 
 // Settings configure a solve. A nil *Settings means all defaults, and every
 // zero field means its default.
@@ -37,7 +49,8 @@ type Settings struct {
 	// polynomial in one program, 1 … MaxUnroll. Default 16. GMRES ignores
 	// it.
 	Unroll int
-	// MaxDispatches bounds the number of device programs run. Default 200.
+	// MaxDispatches bounds the number of device programs run. Default
+	// max(200, ⌈√n⌉) for n unknowns (see DefaultMaxDispatches).
 	MaxDispatches int
 	// Restart is GMRES's m, the Arnoldi steps per device program (at most
 	// MaxRestart once capped at n). Default 30. CG ignores it.
@@ -105,7 +118,9 @@ type Result struct {
 	Stats
 }
 
-func (s *Settings) withDefaults() Settings {
+// withDefaults fills the zero fields of s for an operator of n unknowns
+// (n may be 0 when the operator is still unchecked).
+func (s *Settings) withDefaults(n int) Settings {
 	var out Settings
 	if s != nil {
 		out = *s
@@ -123,10 +138,18 @@ func (s *Settings) withDefaults() Settings {
 		out.Restart = DefaultRestart
 	}
 	if out.MaxDispatches == 0 {
-		out.MaxDispatches = DefaultMaxDispatches
+		out.MaxDispatches = defaultMaxDispatches(n)
 	}
 	if out.Precision == 0 {
 		out.Precision = precision.FP16
 	}
 	return out
+}
+
+// dims is a's dimension, 0 for a nil operator (refused later).
+func dims(a Operator) int {
+	if a == nil {
+		return 0
+	}
+	return a.Dims()
 }

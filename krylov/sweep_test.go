@@ -176,7 +176,7 @@ func TestChebyshevDeviceMatchesHost(t *testing.T) {
 		{"dense compensated", denseOf(t, a), precision.Compensated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			plan, err := planCG(c.op, (&Settings{Device: dev, Precision: c.mode}).withDefaults())
+			plan, err := planCG(c.op, (&Settings{Device: dev, Precision: c.mode}).withDefaults(c.op.Dims()))
 			require.NoError(t, err)
 			exe, err := plan.program(dev)
 			require.NoError(t, err)

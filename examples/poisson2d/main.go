@@ -77,8 +77,6 @@ func run(n, unroll int, tol float64, devName, out string) error {
 		Device: dev,
 		Tol:    tol,
 		Unroll: unroll,
-		// About n/5 dispatches at the default Unroll: room for n = 1024.
-		MaxDispatches: max(200, n),
 		Trace: func(s krylov.Step) {
 			fmt.Printf("%8d %10d %16.3e %12v\n", s.Dispatch, s.Iterations, s.Residual, s.Elapsed.Round(time.Millisecond))
 		},
