@@ -117,6 +117,7 @@ type cgPlan struct {
 	sigma       int     // B = 2^σ·dop (2^σ·S·A·S with devDiag)
 	hi          float64 // ‖B‖∞ bound, in [½, 1)
 	kind        int
+	shape       dataflow.Shape // the device vectors' shape (generic programs)
 	poly        *chebPoly
 	compensated bool
 	zeroDiag    int // index of a zero diagonal entry of A, or −1
@@ -201,9 +202,8 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 		_ = st
 	default:
 		plan.kind = progGeneric
-		if n > MaxUnknowns {
-			return nil, fmt.Errorf("krylov: CG: a %T of %d unknowns: the device program keeps its vectors in one row of at most %d fp16 values (%d KiB) for any operator but Stencil2D: %w",
-				a, n, MaxUnknowns, MaxUnknowns*2/1024, ErrUnsupported)
+		if plan.shape, err = deviceShape("CG", plan.dop); err != nil {
+			return nil, err
 		}
 		if plan.compensated {
 			if err := compensatedSupported(plan.dop, plan.sigma); err != nil {
@@ -225,7 +225,6 @@ func (p *cgPlan) graph() (*dataflow.Graph, error) {
 	if p.kind == progStencil {
 		return stencilChebGraph(p.dop.(*stencilOp), p.poly, p.sigma), nil
 	}
-	n := p.dop.Dims()
 	var comp func(shift int) (applier, error)
 	if p.compensated {
 		// The stored d channel has ‖·‖∞ ≤ chebChannelMax: the digit split
@@ -255,13 +254,13 @@ func (p *cgPlan) graph() (*dataflow.Graph, error) {
 		}
 		s, ok := g.Lookup("cg_sdiag")
 		if !ok {
-			s = g.Const("cg_sdiag", dataflow.Shape{1, n}, p.devDiag)
+			s = g.Const("cg_sdiag", p.shape, p.devDiag)
 		}
 		// 2^σ·S·A·S = 2^(σ−2·sExp)·ŝ·A·ŝ.
 		y := p.dop.DeviceApply(g, g.Mul(x, s), p.sigma-2*p.sExp+shift)
 		return g.Mul(y, s), dataflow.Value{}
 	}
-	g, err := genericChebGraph(n, p.poly, apply)
+	g, err := genericChebGraph(p.shape, p.poly, apply)
 	if applyErr != nil {
 		return nil, applyErr
 	}

@@ -291,18 +291,19 @@ func stencilChebGraph(s *stencilOp, p *chebPoly, sigma int) *dataflow.Graph {
 	return g
 }
 
-// genericChebGraph builds the polynomial for vectors of shape [1, n] from
-// elementwise ops and one device application of B per step: apply(g, x,
-// shift) adds 2^shift·B·x (and, in Compensated mode, its remainder).
-func genericChebGraph(n int, p *chebPoly, apply func(g *dataflow.Graph, x dataflow.Value, shift int) (q, qLo dataflow.Value)) (*dataflow.Graph, error) {
+// genericChebGraph builds the polynomial for vectors of the given shape
+// ([1, n], or a grid [1, 1, ny, nx]) from elementwise ops and one device
+// application of B per step: apply(g, x, shift) adds 2^shift·B·x (and, in
+// Compensated mode, its remainder).
+func genericChebGraph(shape dataflow.Shape, p *chebPoly, apply func(g *dataflow.Graph, x dataflow.Value, shift int) (q, qLo dataflow.Value)) (*dataflow.Graph, error) {
 	g := dataflow.New()
-	r0 := g.Input("r", dataflow.Shape{1, n})
+	r0 := g.Input("r", shape)
 	state := []dataflow.Value{r0}
 	for j := range p.k {
 		l := p.stepMap(j, false)
 		q, qLo := apply(g, state[l.src], l.shift)
 		if j == 0 {
-			if err := checkApplyShape(g, q, n); err != nil {
+			if err := checkApplyShape(g, q, shape); err != nil {
 				return nil, err
 			}
 		}

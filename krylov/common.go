@@ -311,13 +311,13 @@ func roundFP16(x []float32) []float32 {
 }
 
 // checkApplyShape reports an operator whose device apply did not return
-// a [1, n] vector.
-func checkApplyShape(g *dataflow.Graph, q dataflow.Value, n int) error {
+// a vector of the shape it was given.
+func checkApplyShape(g *dataflow.Graph, q dataflow.Value, shape dataflow.Shape) error {
 	if err := g.Err(); err != nil {
 		return fmt.Errorf("krylov: the operator's DeviceApply: %w", err)
 	}
-	if !q.Shape().Equal(dataflow.Shape{1, n}) {
-		return fmt.Errorf("krylov: the operator's DeviceApply returned shape %v, want [1 %d]: %w", q.Shape(), n, ErrShape)
+	if !q.Shape().Equal(shape) {
+		return fmt.Errorf("krylov: the operator's DeviceApply returned shape %v, want %v (the shape of its input): %w", q.Shape(), shape, ErrShape)
 	}
 	return nil
 }

@@ -83,7 +83,13 @@ func (d *diffusion) NormInf() float64 {
 
 func (d *diffusion) Diagonal() []float64 { return append([]float64(nil), d.c[4]...) }
 
-// DeviceApply adds y = 2^scale·A·u to the graph. One 3×3 conv with five
+// Grid makes diffusion a GridOperator: the solvers hand DeviceApply its
+// vectors on the grid, [1, 1, ny, nx], so the grid is not limited to one
+// device row of 16384 values.
+func (d *diffusion) Grid() (nx, ny int) { return d.nx, d.ny }
+
+// DeviceApply adds y = 2^scale·A·u to the graph, u and y of shape
+// [1, 1, ny, nx]. One 3×3 conv with five
 // one-hot kernels gathers every point's four neighbours and itself as five
 // channels; an elementwise product weighs them by the point's coefficients
 // (scaled by 2^scale, which keeps them inside fp16's range); a 1×1 conv
@@ -91,7 +97,6 @@ func (d *diffusion) Diagonal() []float64 { return append([]float64(nil), d.c[4].
 // constants are named, and looked up before they are made, so that the
 // solver's many applications in one program share one copy.
 func (d *diffusion) DeviceApply(g *dataflow.Graph, u dataflow.Value, scale int) dataflow.Value {
-	n := d.nx * d.ny
 	gather, ok := g.Lookup("diffusion_gather")
 	if !ok {
 		w := make([]float64, 5*9) // [5 out, 1 in, 3, 3]
@@ -103,7 +108,7 @@ func (d *diffusion) DeviceApply(g *dataflow.Graph, u dataflow.Value, scale int) 
 	}
 	coef, ok := g.Lookup("diffusion_coef")
 	if !ok {
-		w := make([]float64, 0, 5*n)
+		w := make([]float64, 0, 5*d.nx*d.ny)
 		for _, c := range d.c {
 			for _, v := range c {
 				w = append(w, math.Ldexp(v, scale))
@@ -115,10 +120,8 @@ func (d *diffusion) DeviceApply(g *dataflow.Graph, u dataflow.Value, scale int) 
 	if !ok {
 		sum = g.Const("diffusion_sum", dataflow.Shape{1, 5, 1, 1}, []float64{1, 1, 1, 1, 1})
 	}
-	grid := g.Reshape(u, dataflow.Shape{1, 1, d.ny, d.nx})
-	near := g.Conv2D(grid, gather, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}}) // [1, 5, ny, nx]
-	y := g.Conv2D(g.Mul(near, coef), sum, dataflow.Conv2DOptions{})                  // [1, 1, ny, nx]
-	return g.Reshape(y, dataflow.Shape{1, n})
+	near := g.Conv2D(u, gather, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}}) // [1, 5, ny, nx]
+	return g.Conv2D(g.Mul(near, coef), sum, dataflow.Conv2DOptions{})             // [1, 1, ny, nx]
 }
 
 // A user-written Operator: diffusion whose coefficient jumps tenfold

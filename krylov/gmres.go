@@ -142,10 +142,8 @@ func planGMRES(a Operator, st Settings) (*gmresPlan, error) {
 		return nil, fmt.Errorf("krylov: GMRES does not apply Settings.Precond (CG does; GMRES brings its own device preconditioner): leave it nil: %w", ErrInput)
 	}
 	n := a.Dims()
-	if _, grid := a.(*stencilOp); !grid { // a stencil's vectors live on its grid, limited when it is built
-		if err := checkUnknowns(fmt.Sprintf("GMRES operator (%T)", a), float64(n)); err != nil {
-			return nil, err
-		}
+	if _, err := deviceShape("GMRES", a); err != nil {
+		return nil, err
 	}
 	m := min(st.Restart, n)
 	if st.Restart < 0 || m > MaxRestart {

@@ -82,7 +82,7 @@ func (p *gmresPlan) polyPrecond(dev shim.Device, stats *Stats) (*gmresPrecond, e
 	key := programKey{solver: "gmres-poly", dev: dev, op: p.a, steps: polyDegree, sigma: p.sigma}
 	t0 := time.Now()
 	exe, err := programs.get(key, fmt.Sprintf("GMRES preconditioner on n = %d", p.n), func() (*dataflow.Graph, error) {
-		return polyGraph(p.a, p.n, p.sigma, polyDegree, region)
+		return polyGraph(p.a, p.sigma, polyDegree, region)
 	})
 	stats.Build += time.Since(t0)
 	if err != nil {

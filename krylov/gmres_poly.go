@@ -110,9 +110,10 @@ func polyRegion(a Operator, normA float64, sigma, degree int) polyEllipse {
 	return newPolyEllipse(polyInterval(beta, degree), beta, gamma)
 }
 
-// polyGraph builds one preconditioner dispatch: input "v" [1, n] with
-// |v_i| ≤ 1, output "z" [1, n], z = p(A_s)·v ≈ A_s⁻¹·v with p of degree
-// `degree` (that many operator applications), the Chebyshev iteration for
+// polyGraph builds one preconditioner dispatch: input "v" ([1, n], or the
+// grid [1, 1, ny, nx] of a GridOperator) with |v_i| ≤ 1, output "z" of
+// that shape, z = p(A_s)·v ≈ A_s⁻¹·v with p of degree `degree` (that many
+// operator applications), the Chebyshev iteration for
 // the region (Saad 2003, Alg. 12.1, with the focal distance c in place of
 // the interval's half-width):
 //
@@ -124,14 +125,13 @@ func polyRegion(a Operator, normA float64, sigma, degree int) polyEllipse {
 // below about 1/α ≤ 2^10, so every conv or matmul output of A_s·d
 // (|·| ≤ ‖A_s‖∞·|d|) stays far below 2¹⁴ (the host halves v and retries
 // should a non-normal operator overflow anyway).
-func polyGraph(a Operator, n, sigma, degree int, region polyEllipse) (*dataflow.Graph, error) {
+func polyGraph(a Operator, sigma, degree int, region polyEllipse) (*dataflow.Graph, error) {
 	g := dataflow.New()
-	shape := dataflow.Shape{1, n}
-	st, grid := a.(*stencilOp)
-	if grid {
-		// The grid layout [1, 1, ny, nx] (row-major, so the host's vector
-		// is unchanged): no row limit, the stencil a conv on it.
-		shape = dataflow.Shape{1, 1, st.ny, st.nx}
+	// A grid operator's vectors are laid out as [1, 1, ny, nx] (row-major,
+	// so the host's vector is unchanged): no row limit.
+	shape, err := deviceShape("GMRES", a)
+	if err != nil {
+		return nil, err
 	}
 	v := g.Input("v", shape)
 	c0, cd, cr := region.coefficients(degree)
@@ -139,8 +139,8 @@ func polyGraph(a Operator, n, sigma, degree int, region polyEllipse) (*dataflow.
 	z, r := d, v
 	for k := range degree {
 		ad := a.DeviceApply(g, d, sigma)
-		if k == 0 && !grid {
-			if err := checkApplyShape(g, ad, n); err != nil {
+		if k == 0 {
+			if err := checkApplyShape(g, ad, shape); err != nil {
 				return nil, fmt.Errorf("krylov: GMRES: %w", err)
 			}
 		}

@@ -523,7 +523,7 @@ func TestGMRESUserOperator(t *testing.T) {
 		require.InDelta(t, 1/(d[i]+0.5), res.X[i], 1e-9)
 	}
 	sigma := pow2Exp(op.NormInf())
-	g, err := polyGraph(op, n, sigma, polyDegree, polyRegion(op, op.NormInf(), sigma, polyDegree))
+	g, err := polyGraph(op, sigma, polyDegree, polyRegion(op, op.NormInf(), sigma, polyDegree))
 	require.NoError(t, err)
 	consts := 0
 	for _, nd := range g.Nodes() {
@@ -616,7 +616,7 @@ func BenchmarkGMRESConvDiff64(b *testing.B) {
 	b.ReportMetric(float64(res.Iterations), "steps")
 	sigma := pow2Exp(op.NormInf())
 	reportModeled(b, func() (*dataflow.Graph, error) {
-		return polyGraph(op, nx*nx, sigma, polyDegree, polyRegion(op, op.NormInf(), sigma, polyDegree))
+		return polyGraph(op, sigma, polyDegree, polyRegion(op, op.NormInf(), sigma, polyDegree))
 	}, res.Dispatches)
 }
 

@@ -68,12 +68,59 @@ func Dense(a mat.Matrix) (Operator, error) {
 	return d, nil
 }
 
-// MaxUnknowns is the largest n of a Dense operator, and of any operator but
-// Stencil2D in CG (every operator in GMRES): their vectors live in one
-// device row, and a row holds 16384 fp16 values (32 KiB) on the simulator
-// and the M1–M3 engines. Stencil2D grids go further (MaxGridWidth,
-// MaxGridHeight).
+// MaxUnknowns is the largest n of a Dense operator, and of any operator
+// that is neither a Stencil2D nor a GridOperator: their vectors live in
+// one device row, and a row holds 16384 fp16 values (32 KiB) on the
+// simulator and the M1–M3 engines. A Dense matrix of that size is already
+// 512 MiB of fp16 weights. Grids go further (MaxGridWidth, MaxGridHeight).
 const MaxUnknowns = 16384
+
+// GridOperator is an Operator whose unknowns are the points of an nx×ny
+// grid, point (x, y) at vector index y·nx + x, as for Stencil2D. The
+// solvers then keep its device vectors on the grid: its DeviceApply gets x
+// of shape [1, 1, ny, nx] and returns y of that shape, and n is not limited
+// to one device row (MaxUnknowns) but to nx ≤ MaxGridWidth and ny ≤
+// MaxGridHeight. A variable-coefficient stencil is the typical one: a conv
+// gathers the neighbours and a product with a constant [1, k, ny, nx]
+// tensor of coefficients weights them (see the Operator example).
+type GridOperator interface {
+	Operator
+	// Grid returns the grid's width nx and height ny, with nx·ny = Dims().
+	Grid() (nx, ny int)
+}
+
+// deviceShape is the shape of an operator's vectors on the device: its
+// grid, [1, 1, ny, nx], for a GridOperator (Stencil2D included), else
+// [1, n]. A grid that does not match Dims or exceeds the grid limits, and
+// a row vector past MaxUnknowns, are refused here, before any graph is
+// built.
+func deviceShape(solver string, a Operator) (dataflow.Shape, error) {
+	n := a.Dims()
+	ga, ok := a.(GridOperator)
+	if !ok {
+		if err := checkUnknowns(fmt.Sprintf("%s operator (%T)", solver, a), float64(n)); err != nil {
+			return nil, err
+		}
+		return dataflow.Shape{1, n}, nil
+	}
+	nx, ny := ga.Grid()
+	if nx <= 0 || ny <= 0 || float64(nx)*float64(ny) != float64(n) {
+		return nil, fmt.Errorf("krylov: %s: the operator's Grid() is %d×%d but Dims() is %d: want nx·ny = n, both positive: %w", solver, nx, ny, n, ErrShape)
+	}
+	if err := checkGrid(fmt.Sprintf("%s operator (%T)", solver, a), nx, ny); err != nil {
+		return nil, err
+	}
+	return dataflow.Shape{1, 1, ny, nx}, nil
+}
+
+// checkGrid refuses a grid past MaxGridWidth × MaxGridHeight.
+func checkGrid(what string, nx, ny int) error {
+	if nx > MaxGridWidth || ny > MaxGridHeight {
+		return fmt.Errorf("krylov: %s grid %d×%d (%.0f unknowns): a grid row may hold at most %d points (one device row of %d KiB) and the grid at most %d rows, %.0f unknowns in all (%d GiB of fp16 per device vector): %w",
+			what, nx, ny, float64(nx)*float64(ny), MaxGridWidth, MaxGridWidth*2/1024, MaxGridHeight, float64(MaxGridWidth)*MaxGridHeight, MaxGridWidth*MaxGridHeight*2>>30, ErrUnsupported)
+	}
+	return nil
+}
 
 // checkUnknowns refuses an operator of n unknowns past MaxUnknowns (n is a
 // float64 so that a product of two grid sides cannot overflow).
@@ -188,9 +235,8 @@ func Stencil2D(nx, ny int, c [3][3]float64) (Operator, error) {
 	if nx <= 0 || ny <= 0 {
 		return nil, fmt.Errorf("krylov: stencil grid %d×%d must be positive: %w", nx, ny, ErrShape)
 	}
-	if nx > MaxGridWidth || ny > MaxGridHeight {
-		return nil, fmt.Errorf("krylov: stencil grid %d×%d (%.0f unknowns): a grid row may hold at most %d points (one device row of %d KiB) and the grid at most %d rows, %.0f unknowns in all (%d GiB of fp16 per device vector): %w",
-			nx, ny, float64(nx)*float64(ny), MaxGridWidth, MaxGridWidth*2/1024, MaxGridHeight, float64(MaxGridWidth)*MaxGridHeight, MaxGridWidth*MaxGridHeight*2>>30, ErrUnsupported)
+	if err := checkGrid("stencil", nx, ny); err != nil {
+		return nil, err
 	}
 	s := &stencilOp{nx: nx, ny: ny, c: c, id: nextID()}
 	for _, row := range c {
@@ -223,6 +269,7 @@ type stencilOp struct {
 }
 
 func (s *stencilOp) Dims() int        { return s.nx * s.ny }
+func (s *stencilOp) Grid() (int, int) { return s.nx, s.ny }
 func (s *stencilOp) NormInf() float64 { return s.norm }
 
 func (s *stencilOp) MulVecTo(dst, x []float64) {

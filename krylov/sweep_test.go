@@ -281,7 +281,8 @@ func newJumpDiffusion(nx, ny int) *jumpDiffusion {
 	return d
 }
 
-func (d *jumpDiffusion) Dims() int { return d.nx * d.ny }
+func (d *jumpDiffusion) Dims() int          { return d.nx * d.ny }
+func (d *jumpDiffusion) Grid() (nx, ny int) { return d.nx, d.ny }
 
 func (d *jumpDiffusion) MulVecTo(dst, u []float64) {
 	for y := range d.ny {
@@ -319,8 +320,9 @@ func (d *jumpDiffusion) NormInf() float64 {
 
 func (d *jumpDiffusion) Diagonal() []float64 { return append([]float64(nil), d.c[4]...) }
 
-// DeviceApply: a gather conv with five one-hot kernels, a product with the
-// per-point coefficients, a 1×1 conv that sums the five channels. Its
+// DeviceApply, on the grid (jumpDiffusion is a GridOperator): a gather
+// conv with five one-hot kernels, a product with the per-point
+// coefficients, a 1×1 conv that sums the five channels. Its
 // intermediates are bounded by |x|·‖2^scale·A‖∞ ≤ |x|.
 func (d *jumpDiffusion) DeviceApply(g *dataflow.Graph, u dataflow.Value, scale int) dataflow.Value {
 	n := d.nx * d.ny
@@ -348,17 +350,15 @@ func (d *jumpDiffusion) DeviceApply(g *dataflow.Graph, u dataflow.Value, scale i
 	if !ok {
 		sum = g.Const(name("sum"), dataflow.Shape{1, 5, 1, 1}, []float64{1, 1, 1, 1, 1})
 	}
-	grid := g.Reshape(u, dataflow.Shape{1, 1, d.ny, d.nx})
-	near := g.Conv2D(grid, gather, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}})
-	y := g.Conv2D(g.Mul(near, coef), sum, dataflow.Conv2DOptions{})
-	return g.Reshape(y, dataflow.Shape{1, n})
+	near := g.Conv2D(u, gather, dataflow.Conv2DOptions{Pads: [4]int{1, 1, 1, 1}})
+	return g.Conv2D(g.Mul(near, coef), sum, dataflow.Conv2DOptions{})
 }
 
 // TestCGFamilySweep is the family sweep: total applications of A,
 // dispatches·(Unroll + 1) (Unroll on the device, one on the host), against
 // float64 CG's iterations (reference.CG), to 1e-10, for random and smooth
-// right-hand sides, at 128² (the jump coefficient at 96², the user
-// operator's [1, n] vectors being bounded by MaxUnknowns). Asserted for
+// right-hand sides, at 128² (the jump coefficient a user GridOperator on
+// the same grid). Asserted for
 // random right-hand sides and the jump coefficient: at most 1.5×, and
 // smooth in Unroll (no Unroll more than 1.3× another's on one problem).
 // Smooth right-hand sides on the constant stencils are reported only:
@@ -378,7 +378,7 @@ func TestCGFamilySweep(t *testing.T) {
 	for _, eps := range []float64{1, 0.3, 0.1, 0.03, 0.01} {
 		problems = append(problems, problem{fmt.Sprintf("anisotropic ε=%g", eps), anisotropic(t, n, n, eps)})
 	}
-	problems = append(problems, problem{"jump diffusion 1:100 (user Operator, 96²)", newJumpDiffusion(96, 96)})
+	problems = append(problems, problem{"jump diffusion 1:100 (user GridOperator)", newJumpDiffusion(n, n)})
 	var table strings.Builder
 	var failures []string
 	fmt.Fprintf(&table, "| problem | rhs | float64 CG | Unroll 8 | Unroll 16 | Unroll 32 |\n|---|---|---|---|---|---|\n")
