@@ -28,21 +28,27 @@ import (
 // iterations, never accuracy. Total applications of A, Dispatches·(Unroll
 // + 1), are 1.1–1.5× float64 CG's iterations for random right-hand sides
 // on Poisson, anisotropic and jumping-coefficient 5-point problems (128²,
-// Unroll 8 … 32). A smooth right-hand side costs more (1.4–6.5× on those
-// stencils, where float64 CG converges in few iterations): CG's fast
-// convergence there rests on exact directions, and the device's are
-// rounded to fp16, which gives every mode some content. The polynomial is
-// not the cause: with Unroll 1 (z = fl16(r), no polynomial) Poisson 128²
-// takes 4.2× too, and 1.7× in dispatches even with every earlier
-// direction kept; a Chebyshev interval moved down toward the smallest
-// Ritz value of A on the kept directions took 2–3× more applications on
-// every row. On dense RandSVD matrices at κ = 1e6 it is 5–8×, all of it on
-// the device.
+// Unroll 8 … 32). A smooth right-hand side costs more (1.4–6.5× on the
+// constant-coefficient stencils, where float64 CG converges in few
+// iterations), for two measured reasons. The polynomial itself: the few
+// modes such a b excites lie where λ·q(λ) is nearly linear, so the outer
+// iteration needs about as many steps for them as CG does, each costing
+// Unroll + 1 products (in float64 arithmetic, 1.78/2.66/4.12× on Poisson
+// 128² at Unroll 8/16/32). And fp16 rounding of the device's vectors,
+// which gives every mode some content: it doubles the dispatches again on
+// smooth rows, while vectors rounded to pairs hi + lo would recover
+// float64's counts. On the engine such pairs need error-free products,
+// hence the digit split of the compensated dense product, many times the
+// device work. A Chebyshev interval moved down toward the smallest Ritz
+// value of A on the kept directions took 2–3× more applications on every
+// row. On dense RandSVD matrices at κ = 1e6 it is 5–8×, all of it on the
+// device.
 //
 // For a Stencil2D operator the program is one conv per step on the grid,
 // so the grid is not limited to one device row (see Stencil2D). For a
-// Dense or user operator it is elementwise ops on [1, n] vectors around
-// the operator's DeviceApply, so n ≤ MaxUnknowns.
+// Dense or user operator it is elementwise ops around the operator's
+// DeviceApply, on [1, n] vectors (n ≤ MaxUnknowns) or, for a
+// GridOperator, on its grid (no row limit).
 //
 // Precision Compensated (or Float64) applies a dense A inside the
 // polynomial from limb-split digits, so that the device's polynomial is

@@ -16,10 +16,10 @@
 // dispatch), CG needs 1.1–1.5× float64 CG's iterations for random
 // right-hand sides on Poisson, anisotropic (ε down to 0.01) and
 // jumping-coefficient problems; a smooth right-hand side, which float64 CG
-// solves in few iterations, costs 1.4–6.5×: the device's fp16 directions
-// give every mode some content, which defeats float64 CG's fast
-// convergence on few modes (even Unroll 1, the device only rounding the
-// residual to fp16, takes 4.2× on Poisson 128²). For a Stencil2D the
+// solves in few iterations, costs 1.4–6.5× on constant-coefficient
+// stencils: a fixed polynomial does little for the few low modes it
+// excites (1.8–4.1× on Poisson in float64 arithmetic already), and the
+// device's fp16 directions give every mode some content (see CG). For a Stencil2D the
 // program holds the state (y, r, d) as three channels of one
 // [1, 3, ny, nx] tensor and runs one conv per step, the stencil and the
 // vector updates together (12 device bytes per unknown per step by
@@ -80,11 +80,11 @@
 //     Tol returns, with ErrNotConverged, the best iterate it met (never one
 //     worse than x = 0) and its history. Nothing loops forever:
 //     MaxDispatches bounds every solve, and stagnation ends it early.
-//   - Sizes are checked when the operator is built: a Stencil2D grid holds
-//     up to MaxGridWidth × MaxGridHeight points (laid out [1, C, ny, nx],
-//     so not limited to one device row, in CG and GMRES alike); a Dense
-//     matrix, and any other operator, at most MaxUnknowns (one device
-//     row). Unroll and Restart
+//   - Sizes are checked before any graph is built: a Stencil2D grid, and
+//     the grid of a user GridOperator, holds up to MaxGridWidth ×
+//     MaxGridHeight points (laid out [1, C, ny, nx], so not limited to one
+//     device row, in CG and GMRES alike); a Dense matrix, and any other
+//     operator, at most MaxUnknowns (one device row). Unroll and Restart
 //     are bounded by MaxUnroll and MaxRestart, so no setting builds a
 //     program without bound.
 //   - Stats report the time spent building, on the device (the simulator's

@@ -26,8 +26,8 @@ type Operator interface {
 	NormInf() float64
 	// Diagonal returns the diagonal of A (used by Jacobi).
 	Diagonal() []float64
-	// DeviceApply adds y = 2^scale·A·x to g, for x and y of shape [1, n],
-	// and returns y. Errors are recorded in g (see dataflow.Graph). Calls
+	// DeviceApply adds y = 2^scale·A·x to g, for x and y of shape [1, n]
+	// (a GridOperator's: [1, 1, ny, nx]), and returns y. Errors are recorded in g (see dataflow.Graph). Calls
 	// on one graph share the operator's weights (see dataflow.Graph.Lookup)
 	// and the scale. The solvers call it with ‖2^scale·A‖∞ < 1 and entries
 	// of x below 2¹⁴ in magnitude, so that y is too; an implementation

@@ -129,7 +129,12 @@ func hostFCG(a Operator, b []float64, k, arith int) int {
 //   - fp16 rounding of the polynomial's vectors: it roughly doubles the
 //     dispatches again on smooth rows (Poisson Unroll 8: 19 → 44), and
 //     costs at most 25 % on random ones. Rounded to pairs hi + lo instead,
-//     the counts come back to float64's.
+//     the counts come back to float64's. (This is an emulation. The
+//     simulator, like the engine, rounds each product in a conv to fp16
+//     before the float32 sum, so a device pair needs error-free products:
+//     the digit split of the compensated dense product. A two-conv pair
+//     without it, tried on Poisson 128², took more dispatches than FP16
+//     mode, at 57 device bytes per unknown per step.)
 //
 // The fp16 column reproduces the simulator's sweep within about 10 %
 // (Poisson smooth: 4.12/4.60/6.19× here, 3.75/4.43/6.53× on sim). Run with
