@@ -77,3 +77,22 @@ func TestGridOperatorErrors(t *testing.T) {
 	require.True(t, errors.Is(err, ErrUnsupported), "%v", err)
 	require.Contains(t, err.Error(), "unknowns")
 }
+
+// TestGridOperatorTiny: a user GridOperator of one point, one row, one
+// column and 3×2 solves by CG and GMRES to Tol, checked against the host's
+// own residual, and b = 0 gives x = 0.
+func TestGridOperatorTiny(t *testing.T) {
+	dev := simDevice(t, "sim")
+	for _, sz := range [][2]int{{1, 1}, {1, 7}, {7, 1}, {3, 2}} {
+		op := newJumpDiffusion(sz[0], sz[1])
+		b := randVec(sz[0]*sz[1], 3)
+		for name, solve := range map[string]func(Operator, []float64, *Settings) (Result, error){"CG": CG, "GMRES": GMRES} {
+			res, err := solve(op, b, &Settings{Device: dev})
+			require.NoError(t, err, "%s %v", name, sz)
+			require.LessOrEqual(t, reference.RelResidual(hostOp{op}, res.X, b), DefaultTol, "%s %v", name, sz)
+			res, err = solve(op, make([]float64, len(b)), &Settings{Device: dev})
+			require.NoError(t, err)
+			require.Equal(t, make([]float64, len(b)), res.X)
+		}
+	}
+}
