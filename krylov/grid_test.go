@@ -96,3 +96,15 @@ func TestGridOperatorTiny(t *testing.T) {
 		}
 	}
 }
+
+// TestGridOperatorJacobi: Jacobi scaling of a user GridOperator is applied
+// on the device on the grid (its diagonal a grid-shaped constant).
+func TestGridOperatorJacobi(t *testing.T) {
+	op := newJumpDiffusion(24, 20)
+	pre, err := Jacobi(op)
+	require.NoError(t, err)
+	b := randVec(24*20, 9)
+	res, err := CG(op, b, &Settings{Device: simDevice(t, "sim"), Precond: pre})
+	require.NoError(t, err)
+	require.LessOrEqual(t, reference.RelResidual(hostOp{op}, res.X, b), DefaultTol)
+}
