@@ -89,8 +89,11 @@ const (
 
 // newChebPoly returns the polynomial of k steps for an operator B with
 // ‖B‖∞ = hi (the Gershgorin bound of its spectrum).
-func newChebPoly(k int, hi float64) *chebPoly {
-	lo := hi / (chebC * float64(k) * float64(k))
+func newChebPoly(k int, hi float64) *chebPoly { return newChebPolyWidth(k, hi, chebC) }
+
+// newChebPolyWidth is newChebPoly with λ_lo = λ_hi/(c·k²).
+func newChebPolyWidth(k int, hi, c float64) *chebPoly {
+	lo := hi / (c * float64(k) * float64(k))
 	p := &chebPoly{k: k, lo: lo, hi: hi, theta: (hi + lo) / 2, delta: (hi - lo) / 2}
 	sigma1 := p.theta / p.delta
 	p.rho = make([]float64, k+1)
