@@ -82,7 +82,9 @@ const MaxUnknowns = 16384
 // to one device row (MaxUnknowns) but to nx ≤ MaxGridWidth and ny ≤
 // MaxGridHeight. A variable-coefficient stencil is the typical one: a conv
 // gathers the neighbours and a product with a constant [1, k, ny, nx]
-// tensor of coefficients weights them (see the Operator example).
+// tensor of coefficients weights them (see the Operator example). The grid
+// need not be geometric: any operator whose n factors as nx·ny within the
+// limits may use the layout, if its DeviceApply works on it.
 type GridOperator interface {
 	Operator
 	// Grid returns the grid's width nx and height ny, with nx·ny = Dims().
