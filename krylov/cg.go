@@ -18,7 +18,9 @@ import (
 //
 // Each dispatch is one outer iteration. The device applies z = q(A)·r, the
 // Chebyshev iteration of Settings.Unroll steps on [λ_hi/(2k²), λ_hi], with
-// λ_hi = ‖2^σ·A‖∞ (a Gershgorin bound, no eigenvalue estimate): a
+// λ_hi = ‖2^σ·A‖∞ (a Gershgorin bound, no eigenvalue estimate; for a
+// Stencil2D symmetric about both axes, whose smallest eigenvalue has a
+// closed form, the interval starts there when that is higher): a
 // dot-free program whose coefficients are all constants, with one
 // application of A per step. The host then makes z A-conjugate to the last
 // m search directions, multiplies the new direction by A in float64
@@ -205,7 +207,9 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 	switch {
 	case isStencil && plan.dop == a:
 		plan.kind = progStencil
-		_ = st
+		if lam, ok := st.lambdaMin(); ok && lam > 0 {
+			plan.poly = newChebPolyAbove(k, plan.hi, math.Ldexp(lam, plan.sigma))
+		}
 	default:
 		plan.kind = progGeneric
 		if plan.shape, err = deviceShape("CG", plan.dop); err != nil {

@@ -16,7 +16,9 @@ import (
 // 2nd ed., §12.3.2, Alg. 12.1). λ_hi = ‖B‖∞ ≥ λ_max(B) by Gershgorin and
 // λ_lo = λ_hi/(c·k²): no estimate of λ_min is needed, because the polynomial
 // only has to damp B's upper spectrum; the float64 flexible CG on the host
-// deals with what is left. With θ = (λ_hi+λ_lo)/2, δ = (λ_hi−λ_lo)/2,
+// deals with what is left. Where λ_min is known (a Stencil2D symmetric about
+// both axes has it in closed form) and above that, λ_lo = λ_min instead
+// (newChebPolyAbove). With θ = (λ_hi+λ_lo)/2, δ = (λ_hi−λ_lo)/2,
 // σ₁ = θ/δ, ρ₀ = 1/σ₁, d₀ = r₀/θ, y₀ = 0, step j = 0 … k−1 is
 //
 //	y_{j+1} = y_j + d_j
@@ -93,7 +95,26 @@ func newChebPoly(k int, hi float64) *chebPoly { return newChebPolyWidth(k, hi, c
 
 // newChebPolyWidth is newChebPoly with λ_lo = λ_hi/(c·k²).
 func newChebPolyWidth(k int, hi, c float64) *chebPoly {
-	lo := hi / (c * float64(k) * float64(k))
+	return newChebPolyOn(k, hi/(c*float64(k)*float64(k)), hi)
+}
+
+// newChebPolyAbove is newChebPoly for an operator whose smallest eigenvalue
+// is known to be at least lamMin: λ_lo = max(λ_hi/(c·k²), lamMin), kept
+// at most λ_hi/4. When k² exceeds B's condition number, the default λ_lo
+// lies below the whole spectrum and every dispatch damps the residual by
+// about the same factor whatever k (2ρ^k ≈ 2e^(−√2) with ρ from
+// λ_hi/λ_lo = 2k²), so that more steps bought nothing: Poisson 32² took 17
+// dispatches at Unroll 32 and at 64. With λ_lo at the spectrum's bottom the
+// factor falls with k. An interval above λ_min is harmless: on [0, λ_lo]
+// the residual polynomial stays in (0, 1].
+func newChebPolyAbove(k int, hi, lamMin float64) *chebPoly {
+	lo := math.Max(hi/(chebC*float64(k)*float64(k)), math.Min(lamMin, hi/4))
+	return newChebPolyOn(k, lo, hi)
+}
+
+// newChebPolyOn returns the polynomial of k Chebyshev steps on [lo, hi]
+// (0 < lo < hi), with channel scales for inputs of spectrum in [0, hi].
+func newChebPolyOn(k int, lo, hi float64) *chebPoly {
 	p := &chebPoly{k: k, lo: lo, hi: hi, theta: (hi + lo) / 2, delta: (hi - lo) / 2}
 	sigma1 := p.theta / p.delta
 	p.rho = make([]float64, k+1)

@@ -270,6 +270,31 @@ type stencilOp struct {
 	norm   float64
 }
 
+// lambdaMin returns the smallest eigenvalue of a stencil that is symmetric
+// about both axes (c[dy][0] = c[dy][2], c[0][dx] = c[2][dx]), and false
+// for any other. Such a stencil is c₀₀ + c₁₀·Tx + c₀₁·Ty + c₁₁·Tx·Ty, with
+// Tx, Ty the Dirichlet grid's neighbour sums, whose eigenvectors are the
+// products of sines with eigenvalues 2·cos(iπ/(nx+1)) (Tx) and
+// 2·cos(jπ/(ny+1)) (Ty): the eigenvalues are bilinear in the two cosines,
+// so the smallest is at a corner of their range.
+func (s *stencilOp) lambdaMin() (float64, bool) {
+	c := s.c
+	for d := range 3 {
+		if c[d][0] != c[d][2] || c[0][d] != c[2][d] {
+			return 0, false
+		}
+	}
+	ux := 2 * math.Cos(math.Pi/float64(s.nx+1))
+	uy := 2 * math.Cos(math.Pi/float64(s.ny+1))
+	lam := math.Inf(1)
+	for _, u := range []float64{-ux, ux} {
+		for _, v := range []float64{-uy, uy} {
+			lam = math.Min(lam, c[1][1]+c[1][0]*u+c[0][1]*v+c[0][0]*u*v)
+		}
+	}
+	return lam, true
+}
+
 func (s *stencilOp) Dims() int        { return s.nx * s.ny }
 func (s *stencilOp) Grid() (int, int) { return s.nx, s.ny }
 func (s *stencilOp) NormInf() float64 { return s.norm }
