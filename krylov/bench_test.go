@@ -1,7 +1,10 @@
 package krylov
 
 import (
+	"math"
 	"testing"
+
+	"gonum.org/v1/gonum/dsp/fourier"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/lower"
@@ -133,3 +136,85 @@ func BenchmarkCGBuild128(b *testing.B) {
 	b.ReportMetric(lowerNS/float64(b.N)/1e6, "lower-ms")
 	b.ReportMetric(compileNS/float64(b.N)/1e6, "compile-ms")
 }
+
+// benchCGFastDiagonalization is benchCG with Precond: FastDiagonalization.
+func benchCGFastDiagonalization(b *testing.B, n int) {
+	dev := simDevice(b, "sim")
+	op := poisson(b, n, n)
+	pre, err := FastDiagonalization(op)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rhs := randVec(n*n, 1)
+	set := &Settings{Device: dev, Precond: pre}
+	if _, err := CG(op, rhs, set); err != nil {
+		b.Fatal(err)
+	}
+	var res Result
+	for b.Loop() {
+		if res, err = CG(op, rhs, set); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(res.Dispatches), "dispatches")
+	b.ReportMetric(float64(res.DeviceBytes)/float64(n*n), "device-B/unknown/solve")
+	b.ReportMetric(float64(res.DeviceFlops)/1e9, "device-GFLOP/solve")
+	plan, err := planCG(op, set.withDefaults(op.Dims()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportModeled(b, plan.graph, res.Dispatches)
+}
+
+func BenchmarkCGFastDiagonalization128(b *testing.B)  { benchCGFastDiagonalization(b, 128) }
+func BenchmarkCGFastDiagonalization1024(b *testing.B) { benchCGFastDiagonalization(b, 1024) }
+
+// benchReferenceFastPoisson is the float64 baseline of the same method on
+// the CPU: the direct fast-diagonalization solve of Poisson n² with
+// gonum's DST-I (dsp/fourier, an FFT), O(n² log n), to be set beside CG
+// with FastDiagonalization as float64 CG is set beside the default CG. It
+// checks its own residual.
+func benchReferenceFastPoisson(b *testing.B, n int) {
+	op := poisson(b, n, n)
+	c := op.(*stencilOp).c
+	rhs := randVec(n*n, 1)
+	dst := fourier.NewDST(n)
+	norm := dst.Transform(nil, dst.Transform(nil, append([]float64{1}, make([]float64, n-1)...)))[0] // DST·DST = norm·I
+	lam := make([]float64, n)
+	for k := range lam {
+		lam[k] = 2 * math.Cos(float64(k+1)*math.Pi/float64(n+1))
+	}
+	x := make([]float64, n*n)
+	col, out := make([]float64, n), make([]float64, n)
+	transform2D := func(v []float64) { // rows, then columns
+		for y := range n {
+			row := v[y*n : (y+1)*n]
+			dst.Transform(row, row)
+		}
+		for xx := range n {
+			for y := range n {
+				col[y] = v[y*n+xx]
+			}
+			dst.Transform(out, col)
+			for y := range n {
+				v[y*n+xx] = out[y]
+			}
+		}
+	}
+	for b.Loop() {
+		copy(x, rhs)
+		transform2D(x)
+		for j := range n {
+			for i := range n {
+				x[j*n+i] /= (c[1][1] + c[1][0]*lam[i] + c[0][1]*lam[j] + c[0][0]*lam[i]*lam[j]) * norm * norm
+			}
+		}
+		transform2D(x)
+	}
+	if r := reference.RelResidual(hostOp{op}, x, rhs); !(r <= 1e-12) {
+		b.Fatalf("fast Poisson residual %g", r)
+	}
+}
+
+func BenchmarkReferenceFastPoisson128(b *testing.B)  { benchReferenceFastPoisson(b, 128) }
+func BenchmarkReferenceFastPoisson1024(b *testing.B) { benchReferenceFastPoisson(b, 1024) }

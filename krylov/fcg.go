@@ -78,12 +78,12 @@ func (d *fcgDirections) slot() (p, q []float64, pq *float64) {
 func (p *cgPlan) loop(r *run) error {
 	set, res, a := p.set, r.res, r.a
 	n := a.Dims()
-	k := set.Unroll
+	k := p.steps()
 	rv := make([]float64, n)
 	ry := make([]float64, n) // S·r
 	z := make([]float64, n)
 	in := make([]float32, n)
-	dirs := newFCGDirections(FCGTruncation, n)
+	dirs := newFCGDirections(p.truncation(), n)
 	normA := a.NormInf()
 
 	if _, err := r.initialResidual(rv, "CG"); err != nil {

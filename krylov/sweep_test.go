@@ -66,27 +66,34 @@ func (e *noiseExe) Run(in [][]float32) ([][]float32, error) {
 }
 
 // cgCases are the problems of the ablation and host-share checks: a
-// stencil in FP16 mode and a dense SPD matrix in both modes.
+// stencil in both modes and with FastDiagonalization, and a dense SPD
+// matrix in both modes.
 func cgCases(t testing.TB) []struct {
 	name string
 	op   Operator
 	mode precision.Mode
 	b    []float64
+	pre  Preconditioner
 } {
 	rng := rand.New(rand.NewPCG(100, 3))
 	a, err := reference.RandSVD(64, 100, 3, true, rng)
 	require.NoError(t, err)
 	dense := denseOf(t, a)
+	p48, p64 := poisson(t, 48, 48), poisson(t, 64, 64)
+	fd, err := FastDiagonalization(p64)
+	require.NoError(t, err)
 	return []struct {
 		name string
 		op   Operator
 		mode precision.Mode
 		b    []float64
+		pre  Preconditioner
 	}{
-		{"Poisson 48² FP16", poisson(t, 48, 48), precision.FP16, randVec(48*48, 1)},
-		{"Poisson 48² Compensated", poisson(t, 48, 48), precision.Compensated, randVec(48*48, 1)},
-		{"RandSVD 64 κ=100 FP16", dense, precision.FP16, randVec(64, 2)},
-		{"RandSVD 64 κ=100 Compensated", dense, precision.Compensated, randVec(64, 2)},
+		{"Poisson 48² FP16", p48, precision.FP16, randVec(48*48, 1), nil},
+		{"Poisson 48² Compensated", p48, precision.Compensated, randVec(48*48, 1), nil},
+		{"Poisson 64² FastDiagonalization", p64, precision.FP16, randVec(64*64, 1), fd},
+		{"RandSVD 64 κ=100 FP16", dense, precision.FP16, randVec(64, 2), nil},
+		{"RandSVD 64 κ=100 Compensated", dense, precision.Compensated, randVec(64, 2), nil},
 	}
 }
 
@@ -100,10 +107,10 @@ func TestCGAblation(t *testing.T) {
 	noisy := newNoiseDevice(t)
 	for _, c := range cgCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := CG(c.op, c.b, &Settings{Device: honest, Precision: c.mode})
+			res, err := CG(c.op, c.b, &Settings{Device: honest, Precision: c.mode, Precond: c.pre})
 			require.NoError(t, err)
 			budget := 2 * res.Dispatches
-			abl, err := CG(c.op, c.b, &Settings{Device: noisy, Precision: c.mode, MaxDispatches: budget})
+			abl, err := CG(c.op, c.b, &Settings{Device: noisy, Precision: c.mode, Precond: c.pre, MaxDispatches: budget})
 			t.Logf("honest: %d dispatches to %.2g; noise: %.3g after %d", res.Dispatches, res.Residual, abl.Residual, abl.Dispatches)
 			require.ErrorIs(t, err, ErrNotConverged)
 			require.False(t, abl.Converged)
@@ -122,7 +129,7 @@ func TestCGHostShare(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			best := math.Inf(1)
 			for range 3 {
-				res, err := CG(c.op, c.b, &Settings{Device: dev, Precision: c.mode})
+				res, err := CG(c.op, c.b, &Settings{Device: dev, Precision: c.mode, Precond: c.pre})
 				require.NoError(t, err)
 				best = math.Min(best, float64(res.Host)/float64(res.Device))
 			}
