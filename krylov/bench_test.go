@@ -173,7 +173,7 @@ func BenchmarkCGFastDiagonalization1024(b *testing.B) { benchCGFastDiagonalizati
 // the CPU: the direct fast-diagonalization solve of Poisson n² with
 // gonum's DST-I (dsp/fourier, an FFT), O(n² log n), to be set beside CG
 // with FastDiagonalization as float64 CG is set beside the default CG. It
-// checks its own residual.
+// checks its own residual and reports it.
 func benchReferenceFastPoisson(b *testing.B, n int) {
 	op := poisson(b, n, n)
 	c := op.(*stencilOp).c
@@ -211,7 +211,10 @@ func benchReferenceFastPoisson(b *testing.B, n int) {
 		}
 		transform2D(x)
 	}
-	if r := reference.RelResidual(hostOp{op}, x, rhs); !(r <= 1e-12) {
+	b.ReportMetric(reference.RelResidual(hostOp{op}, x, rhs)*1e12, "residual-1e-12")
+	// A direct solve's residual is float64 rounding times κ (about 4e5 at
+	// 1024²): at most the solvers' 1e-10.
+	if r := reference.RelResidual(hostOp{op}, x, rhs); !(r <= 1e-10) {
 		b.Fatalf("fast Poisson residual %g", r)
 	}
 }

@@ -62,11 +62,18 @@ import (
 // iteration absorbs. A user Operator has no compensated form
 // (ErrUnsupported).
 //
-// Precond, if set, must be a preconditioner made by Jacobi: it scales A
-// symmetrically to D^(−½)·A·D^(−½) before the polynomial is formed (for a
-// Stencil2D, whose diagonal is constant, that changes nothing). Any other
-// Preconditioner is refused (ErrInput): the device polynomial needs a
-// symmetric operator whose spectrum it can bound.
+// Precond, if set, must be a preconditioner made by Jacobi or by
+// FastDiagonalization. Jacobi scales A symmetrically to D^(−½)·A·D^(−½)
+// before the polynomial is formed (for a Stencil2D, whose diagonal is
+// constant, that changes nothing). FastDiagonalization replaces the
+// polynomial: each dispatch applies the stencil's exact inverse by sine
+// transforms, and CG reaches 1e-10 in 5–8 dispatches on the sweep's
+// constant-coefficient problems, smooth right-hand sides included (the
+// host then keeps 2 directions, not FCGTruncation). For a stencil
+// symmetric about both axes it is the better choice, up to its grid limit
+// (MaxSpectralSide). Any other Preconditioner is refused (ErrInput): the
+// device polynomial needs a symmetric operator whose spectrum it can
+// bound.
 //
 // CG uses Tol, Unroll (1 … MaxUnroll, default 16), MaxDispatches, Precond,
 // Precision, X0, Device and Trace; it ignores Restart. It stops when the

@@ -55,8 +55,9 @@ type Settings struct {
 	// Restart is GMRES's m, the Arnoldi steps per device program (at most
 	// MaxRestart once capped at n). Default 30. CG ignores it.
 	Restart int
-	// Precond is an optional Jacobi preconditioner for CG (see CG); GMRES
-	// refuses one (ErrInput) rather than ignore it.
+	// Precond is an optional preconditioner for CG, from Jacobi or
+	// FastDiagonalization (see CG); GMRES refuses one (ErrInput) rather
+	// than ignore it.
 	Precond Preconditioner
 	// Precision selects how the device applies A: FP16 (fl16(A)) or
 	// Compensated (a dense A from limb digits, to about twice fp16's
