@@ -89,4 +89,10 @@ func TestSolve(t *testing.T) {
 	require.Contains(t, out, "GMRES(30) convdiff 16×16")
 	_, err = runCmd("solve", "poisson", "-n", "16", "-max-dispatches", "1", "-unroll", "2")
 	require.ErrorIs(t, err, krylov.ErrNotConverged)
+	out, err = runCmd("solve", "poisson", "-n", "16", "-fd")
+	require.NoError(t, err)
+	require.Contains(t, out, "CG + FastDiagonalization poisson 16×16")
+	require.Contains(t, out, "converged true")
+	_, err = runCmd("solve", "convdiff", "-n", "16", "-fd")
+	require.ErrorIs(t, err, errUsage)
 }

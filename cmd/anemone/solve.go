@@ -33,6 +33,7 @@ func cmdSolve(args []string, w io.Writer) error {
 	pe := fs.Float64("pe", 100, "Péclet number (convdiff)")
 	maxd := fs.Int("max-dispatches", 0, "dispatch budget (0: default)")
 	mode := fs.String("precision", "fp16", "fp16 or compensated")
+	fd := fs.Bool("fd", false, "poisson: precondition CG by FastDiagonalization (the stencil's exact inverse by sine transforms on the device)")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -77,7 +78,16 @@ func cmdSolve(args []string, w io.Writer) error {
 		}}
 	var res krylov.Result
 	method := "CG"
+	if *fd && problem != "poisson" {
+		return fmt.Errorf("%w: solve: -fd is for poisson (CG); GMRES takes no preconditioner", errUsage)
+	}
 	if problem == "poisson" {
+		if *fd {
+			if set.Precond, err = krylov.FastDiagonalization(op); err != nil {
+				return err
+			}
+			method = "CG + FastDiagonalization"
+		}
 		res, err = krylov.CG(op, b, set)
 	} else {
 		method = fmt.Sprintf("GMRES(%d)", *restart)
