@@ -331,7 +331,6 @@ func CGProgram(a Operator, s *Settings) (*lower.Program, error) {
 	return exe.Program(), nil
 }
 
-
 // truncation is FCG's m for the plan.
 func (p *cgPlan) truncation() int {
 	if p.kind == progSpectral {
