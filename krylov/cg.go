@@ -262,7 +262,7 @@ func (p *cgPlan) graph() (*dataflow.Graph, error) {
 	case progSpectral:
 		g := dataflow.New()
 		st := p.spectral.op
-		r := g.Input("r", dataflow.Shape{1, 1, st.ny, st.nx})
+		r := g.Input("r", dataflow.Shape{1, st.ny, 1, st.nx}) // the grid's rows as channels: same order
 		g.Output("y", p.spectral.DeviceApply(g, r))
 		return g, g.Err()
 	case progStencil:

@@ -146,15 +146,18 @@ func mulLeft(dst, s, a []float64, rows, cols int) {
 	}
 }
 
-// DeviceApply adds z = scale·A⁻¹·r, for r of shape [1, n] or the grid
-// [1, 1, ny, nx] (z has r's shape). With R the grid [ny, nx]:
+// DeviceApply adds z = scale·A⁻¹·r, for r of shape [1, n], the grid
+// [1, 1, ny, nx] or its rows as channels, [1, ny, 1, nx] (z has r's
+// shape; CG's program takes the last, which needs no reshape). The grid R is viewed as [1, ny, 1, nx]
+// (a channel per grid row), so that a 1×1 conv with weights S_y mixes the
+// rows, S_y·R, with no layout change; one transpose to [1, nx, 1, ny] lets
+// the next conv mix the columns:
 //
-//	T₁ = R·S_x, T₂ = T₁ᵀ·S_y = (S_y·R·S_x)ᵀ, T₃ = T₂ ∘ Mᵀ,
-//	T₄ = T₃·S_y, Z = T₄ᵀ·S_x = S_y·(M ∘ (S_y·R·S_x))·S_x,
+//	conv S_y, transpose, conv S_x → (S_y·R·S_x)ᵀ; ∘ Mᵀ;
+//	conv S_x, transpose, conv S_y → S_y·(M ∘ (S_y·R·S_x))·S_x.
 //
-// every product with a constant second operand. The transforms are
-// orthogonal and M ≤ 1, so every matmul output is bounded by ‖r‖₂: below
-// 2¹⁴ for the solver's inputs (‖r‖₂ ≤ 2¹²).
+// The transforms are orthogonal and M ≤ 1, so every conv output is
+// bounded by ‖r‖₂: below 2¹⁴ for the solver's inputs (‖r‖₂ ≤ 2¹²).
 func (f *spectral) DeviceApply(g *dataflow.Graph, r dataflow.Value) dataflow.Value {
 	nx, ny := f.op.nx, f.op.ny
 	konst := func(name string, shape dataflow.Shape, data []float64) dataflow.Value {
@@ -164,32 +167,36 @@ func (f *spectral) DeviceApply(g *dataflow.Graph, r dataflow.Value) dataflow.Val
 		}
 		return g.Const(name, shape, data)
 	}
-	sx := konst("sx", dataflow.Shape{nx, nx}, f.sx)
-	sy := konst("sy", dataflow.Shape{ny, ny}, f.sy)
-	mt := make([]float64, nx*ny) // Mᵀ, [nx, ny]
-	for j := range ny {
-		for i := range nx {
-			mt[i*ny+j] = f.m[j*nx+i]
-		}
-	}
-	shape := r.Shape()
-	grid := g.Reshape(r, dataflow.Shape{ny, nx})
-	t2 := g.MatMul(g.MatMul(grid, sx, false, false), sy, true, false)
+	sx := konst("sx", dataflow.Shape{nx, nx, 1, 1}, f.sx)
+	sy := konst("sy", dataflow.Shape{ny, ny, 1, 1}, f.sy)
 	// M's smallest entry is about 1/κ, subnormal in fp16 past κ = 2¹⁴
 	// (Poisson 256²), where the lowering would flush it to zero and the
 	// preconditioner would lose the upper modes. So M is applied as q equal
 	// factors M^(1/q), q the least with every factor's entries normal.
 	q := 1
-	for minM := f.minM(); math.Pow(minM, 1/float64(q)) < 0x1p-13; q++ {
+	for minM := f.minM(); math.Pow(minM, 1/float64(q)) < 0x1p-14; q++ {
 	}
-	for i, v := range mt {
-		mt[i] = math.Pow(v, 1/float64(q))
+	mt := make([]float64, nx*ny) // (M^(1/q))ᵀ, [1, nx, 1, ny]
+	for j := range ny {
+		for i := range nx {
+			mt[i*ny+j] = math.Pow(f.m[j*nx+i], 1/float64(q))
+		}
 	}
-	mq := konst(fmt.Sprintf("mt%d", q), dataflow.Shape{nx, ny}, mt)
+	m := konst(fmt.Sprintf("mt%d", q), dataflow.Shape{1, nx, 1, ny}, mt)
+	conv := func(x, w dataflow.Value) dataflow.Value { return g.Conv2D(x, w, dataflow.Conv2DOptions{}) }
+	swap := []int{0, 3, 2, 1}
+	shape, rows := r.Shape(), dataflow.Shape{1, ny, 1, nx}
+	if !shape.Equal(rows) {
+		r = g.Reshape(r, rows)
+	}
+	t := g.Transpose(conv(r, sy), swap)
+	t = conv(t, sx)
 	for range q {
-		t2 = g.Mul(t2, mq)
+		t = g.Mul(t, m)
 	}
-	t4 := g.MatMul(t2, sy, false, false)
-	z := g.MatMul(t4, sx, true, false)
-	return g.Reshape(z, shape)
+	z := conv(g.Transpose(conv(t, sx), swap), sy)
+	if !shape.Equal(rows) {
+		z = g.Reshape(z, shape)
+	}
+	return z
 }
