@@ -189,3 +189,29 @@ func TestFastDiagonalizationErrors(t *testing.T) {
 	_, err = GMRES(a, randVec(64, 1), &Settings{Precond: pre})
 	require.ErrorIs(t, err, ErrInput)
 }
+
+// TestFastDiagonalizationDeviceBytes: a FastDiagonalization dispatch on a
+// square grid moves 36 + 6q device bytes per unknown by lower.Estimate:
+// four 1×1 convs reading and writing one fp16 value per unknown and a
+// sine matrix of side² values (6 bytes each), two transposes (4 each), q
+// products with M's factors (6 each) and the packed output (4).
+func TestFastDiagonalizationDeviceBytes(t *testing.T) {
+	for _, n := range []int{128, 512} {
+		op := poisson(t, n, n)
+		pre, err := FastDiagonalization(op)
+		require.NoError(t, err)
+		q := 1
+		for math.Pow(pre.(*spectral).minM(), 1/float64(q)) < 0x1p-14 {
+			q++
+		}
+		p, err := CGProgram(op, &Settings{Precond: pre})
+		require.NoError(t, err)
+		for _, target := range []string{"ane-m1", "ane-m5"} {
+			c, err := lower.Estimate(p, target)
+			require.NoError(t, err)
+			per := float64(c.Bytes) / float64(n*n)
+			t.Logf("Poisson %d², %s: %.2f device bytes per unknown per dispatch (q = %d), %v per dispatch", n, target, per, q, c.Time)
+			require.InDelta(t, 36+6*float64(q), per, 0.01)
+		}
+	}
+}
