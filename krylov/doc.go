@@ -25,7 +25,7 @@
 // vector updates together (12 device bytes per unknown per step by
 // lower.Estimate). For a Stencil2D symmetric about both axes,
 // FastDiagonalization is the better preconditioner: the device applies
-// the stencil's exact inverse by sine transforms (four matmuls), and CG
+// the stencil's exact inverse by sine transforms (four 1×1 convs), and CG
 // reaches 1e-10 in 5–8 dispatches whatever the right-hand side. GMRES (general A) is flexible GMRES(m) on the host
 // (Saad 1993, "A flexible inner-outer preconditioned GMRES algorithm",
 // SIAM J. Sci. Comput. 14(2)), m = Restart ≤ 32, with one dispatch per

@@ -20,7 +20,7 @@ const MaxSpectralSide = 1024
 // Numer. Math. 6). Such a stencil is diagonalized by the orthonormal sine
 // transforms S_x (nx×nx) and S_y (ny×ny): for the grid R of a vector,
 // A⁻¹·r is S_y·(M ∘ (S_y·R·S_x))·S_x with M the inverse eigenvalues, so a
-// dispatch is four matmuls with constant sine matrices and one product;
+// dispatch is four 1×1 convs with constant sine matrices and one product;
 // no dot product, and no application of A on the device.
 //
 // CG with it needs a few dispatches whatever the right-hand side (the fp16

@@ -42,7 +42,7 @@ func TestFastDiagonalizationInverse(t *testing.T) {
 }
 
 // TestFastDiagonalizationDevice: the device program applies scale·A⁻¹.
-// Each of its four matmuls is an orthogonal transform; its fp16 weights
+// Each of its four 1×1 convs is an orthogonal transform; its fp16 weights
 // (relative error u/2 each, u = 2⁻¹¹), rounded products and rounded
 // outputs add at most about 1.5u of its input's norm, and each factor of
 // M (at most 1) adds u/2, so ‖z − scale·A⁻¹·r‖₂ ≤ 8u·‖r‖₂ with room.
