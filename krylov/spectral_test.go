@@ -215,3 +215,36 @@ func TestFastDiagonalizationDeviceBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestCGFastDiagonalizationTrivial: the identity stencil, one point, a
+// zero right-hand side and an exact X0, each with FastDiagonalization.
+func TestCGFastDiagonalizationTrivial(t *testing.T) {
+	dev := simDevice(t, "sim")
+	for _, c := range []struct {
+		name   string
+		nx, ny int
+		st     [3][3]float64
+	}{
+		{"identity 6×5", 6, 5, [3][3]float64{{0, 0, 0}, {0, 1, 0}, {0, 0, 0}}},
+		{"4·identity 1×1", 1, 1, [3][3]float64{{0, 0, 0}, {0, 4, 0}, {0, 0, 0}}},
+		{"Laplacian 1×1", 1, 1, [3][3]float64{{0, -1, 0}, {-1, 4, -1}, {0, -1, 0}}},
+		{"Laplacian 1×30", 1, 30, [3][3]float64{{0, -1, 0}, {-1, 4, -1}, {0, -1, 0}}},
+	} {
+		op, err := Stencil2D(c.nx, c.ny, c.st)
+		require.NoError(t, err)
+		pre, err := FastDiagonalization(op)
+		require.NoError(t, err, c.name)
+		b := randVec(op.Dims(), 2)
+		res, err := CG(op, b, &Settings{Device: dev, Precond: pre})
+		require.NoError(t, err, c.name)
+		require.LessOrEqual(t, reference.RelResidual(hostOp{op}, res.X, b), DefaultTol, c.name)
+		res, err = CG(op, make([]float64, len(b)), &Settings{Device: dev, Precond: pre})
+		require.NoError(t, err)
+		require.Equal(t, make([]float64, len(b)), res.X)
+		exact := make([]float64, len(b))
+		pre.ApplyTo(exact, b)
+		res, err = CG(op, b, &Settings{Device: dev, Precond: pre, X0: exact})
+		require.NoError(t, err)
+		require.Zero(t, res.Dispatches, "%s: an X0 that solves it needs no dispatch", c.name)
+	}
+}
