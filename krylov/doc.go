@@ -26,7 +26,8 @@
 // lower.Estimate). For a Stencil2D symmetric about both axes,
 // FastDiagonalization is the better preconditioner: the device applies
 // the stencil's exact inverse by sine transforms (four 1×1 convs), and CG
-// reaches 1e-10 in 5–8 dispatches whatever the right-hand side. GMRES (general A) is flexible GMRES(m) on the host
+// reaches 1e-10 in 5–10 dispatches (Poisson 128² to 1024²) whatever the
+// right-hand side. GMRES (general A) is flexible GMRES(m) on the host
 // (Saad 1993, "A flexible inner-outer preconditioned GMRES algorithm",
 // SIAM J. Sci. Comput. 14(2)), m = Restart ≤ 32, with one dispatch per
 // step applying a device preconditioner z ≈ A⁻¹·v: for a Dense matrix an
