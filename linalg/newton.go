@@ -165,6 +165,26 @@ func (e *equilibrated) inverse(fn string, cfg *config) (*nsResult, error) {
 	return r, err
 }
 
+// usableInverse is inverse for a caller that needs a usable inverse: it
+// fills in the default Tol, records the mode in the stats, and turns a
+// run that found none into nsFailure's error.
+func (e *equilibrated) usableInverse(fn string, cfg *config) (*nsResult, error) {
+	if cfg.tol == 0 {
+		cfg.tol = DefaultTol
+	}
+	ns, err := e.inverse(fn, cfg)
+	if ns != nil {
+		cfg.stats.Mode = ns.mode
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ns.ok() {
+		return nil, nsFailure(fn, e, ns)
+	}
+	return ns, nil
+}
+
 func (e *equilibrated) newInverse(fn string, cfg *config) (*nsResult, error) {
 	var modes []precision.Mode
 	switch cfg.mode {

@@ -109,16 +109,9 @@ func solve(fn string, a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	if br != n {
 		return nil, fmt.Errorf("linalg: %s: b has %d rows, a is %d×%d: %w", fn, br, n, n, ErrShape)
 	}
-	if cfg.tol == 0 {
-		cfg.tol = DefaultTol
-	}
-	ns, err := e.inverse(fn, cfg)
-	cfg.stats.Mode = ns.mode
+	ns, err := e.usableInverse(fn, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if !ns.ok() {
-		return nil, nsFailure(fn, e, ns)
 	}
 	hostStart := time.Now()
 	xa := e.unscale(ns.x)
@@ -224,16 +217,9 @@ func Inverse(a mat.Matrix, s *Settings) (*mat.Dense, error) {
 		return nil, err
 	}
 	n, _ := e.b.Dims()
-	if cfg.tol == 0 {
-		cfg.tol = DefaultTol
-	}
-	ns, err := e.inverse(fn, cfg)
-	cfg.stats.Mode = ns.mode
+	ns, err := e.usableInverse(fn, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if !ns.ok() {
-		return nil, nsFailure(fn, e, ns)
 	}
 	corrMode := precision.Compensated
 	if cfg.mode == precision.Float64 {
