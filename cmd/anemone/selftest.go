@@ -745,31 +745,16 @@ func (e *env) reduceSum() probe {
 	lastExact, wantExact := 0, 0
 	var got4096, want4096 float64
 	for _, n := range counts {
-		in := make([]float32, s)
 		var want float64
-		for i := range n {
-			in[i] = 1
+		for range n {
 			want = fp16.Round64(want + 1) // the model's fp16 running sum
 		}
-		pt := point{Label: fmt.Sprintf("n=%d", n), In: num(n), Want: num(want)}
-		out, err := c.run([][]float32{in}, w)
-		if err != nil {
-			pt.Error, pt.Got = err.Error(), num(math.NaN())
-		} else {
-			got := float64(out[0][0])
-			pt.Got, pt.OK = num(got), same(want, got)
-			if got == float64(n) {
-				lastExact = max(lastExact, n)
-			}
-			if n == s {
-				got4096 = got
-			}
-		}
-		if want == float64(n) {
-			wantExact = max(wantExact, n)
-		}
+		pt, got := c.onesPoint(s, n, want, &lastExact, &wantExact, w)
 		if n == s {
 			want4096 = want
+			if !math.IsNaN(got) { // a failed run leaves it 0, as before
+				got4096 = got
+			}
 		}
 		p.Points = append(p.Points, pt)
 	}
@@ -778,6 +763,33 @@ func (e *env) reduceSum() probe {
 	p.Measured = fmt.Sprintf("exact to n=%d; 4096 ones sum to %g", lastExact, got4096)
 	p.Verdict = verdict(p.Points)
 	return p
+}
+
+// onesPoint runs c on a row of s values, n ones then zeros, and scores its
+// first output against want, the model's sum. It raises *lastExact to n
+// when the device's sum is exactly n and *wantExact when the model's is,
+// and returns the point with the device's sum (NaN if the run failed).
+// sizes are the output sizes c.run takes.
+func (c compiled) onesPoint(s, n int, want float64, lastExact, wantExact *int, sizes ...int) (point, float64) {
+	in := make([]float32, s)
+	for i := range n {
+		in[i] = 1
+	}
+	pt := point{Label: fmt.Sprintf("n=%d", n), In: num(n), Want: num(want)}
+	got := math.NaN()
+	if out, err := c.run([][]float32{in}, sizes...); err != nil {
+		pt.Error, pt.Got = err.Error(), num(got)
+	} else {
+		got = float64(out[0][0])
+		pt.Got, pt.OK = num(got), same(want, got)
+		if got == float64(n) {
+			*lastExact = max(*lastExact, n)
+		}
+	}
+	if want == float64(n) {
+		*wantExact = max(*wantExact, n)
+	}
+	return pt, got
 }
 
 // onesDot sums n ones the way the lowering does (a last-axis ReduceSum
@@ -803,27 +815,9 @@ func (e *env) onesDot() probe {
 		if n > s {
 			continue
 		}
-		in := make([]float32, s)
-		for i := range n {
-			in[i] = 1
-		}
 		// Wide: ones summed in float32 (exact), rounded to fp16; narrow: an
 		// fp16 running sum.
-		want := modelDot(1, n, e.narrow)
-		pt := point{Label: fmt.Sprintf("n=%d", n), In: num(n), Want: num(want)}
-		out, err := c.run([][]float32{in}, 1)
-		if err != nil {
-			pt.Error, pt.Got = err.Error(), num(math.NaN())
-		} else {
-			got := float64(out[0][0])
-			pt.Got, pt.OK = num(got), same(want, got)
-			if got == float64(n) {
-				lastExact = max(lastExact, n)
-			}
-		}
-		if want == float64(n) {
-			wantExact = max(wantExact, n)
-		}
+		pt, _ := c.onesPoint(s, n, modelDot(1, n, e.narrow), &lastExact, &wantExact, 1)
 		p.Points = append(p.Points, pt)
 	}
 	p.Values = map[string]any{"last_exact": lastExact}
