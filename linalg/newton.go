@@ -88,16 +88,6 @@ func newtonSchulz(fn string, cfg *config, b *mat.Dense, mode precision.Mode) (*n
 	return res, err
 }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i, v := range a {
-		s += v * b[i]
-	}
-	return s
-}
-
-func norm2(a []float64) float64 { return math.Sqrt(dot(a, a)) }
-
 // equilibrated is a square matrix scaled by powers of two, B = D_r·A·D_c
 // (precision.Equilibrate), with ‖A‖∞.
 type equilibrated struct {

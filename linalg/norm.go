@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -145,7 +146,7 @@ func orthonormalize(v *mat.Dense) {
 				}
 			}
 		}
-		nr := norm2(col)
+		nr := math.Sqrt(floats.Dot(col, col))
 		if nr == 0 || math.IsNaN(nr) {
 			clear(col)
 			col[j%n] = 1

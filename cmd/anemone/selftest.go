@@ -752,7 +752,7 @@ func (e *env) reduceSum() probe {
 		pt, got := c.onesPoint(s, n, want, &lastExact, &wantExact, w)
 		if n == s {
 			want4096 = want
-			if !math.IsNaN(got) { // a failed run leaves it 0, as before
+			if !math.IsNaN(got) { // a failed run reports 0
 				got4096 = got
 			}
 		}
