@@ -164,19 +164,26 @@ func (e *emitter) emitConst(n *dataflow.Node) error {
 func (e *emitter) declareInputs(prog *Program) {
 	for i := range prog.InputSurfaces {
 		surf := &prog.InputSurfaces[i]
-		var band []IOSpec
-		for _, s := range prog.Inputs {
-			if s.Surface == i {
-				band = append(band, s)
-			}
-		}
-		if len(band) == 1 && band[0].Rows() == surf.Rows() && band[0].RowLen() == surf.Stride() || !e.t.PackedIO {
-			surf.Name = band[0].Name
+		band := onSurface(prog.Inputs, i)
+		if len(band) == 1 && prog.Inputs[band[0]].Rows() == surf.Rows() && prog.Inputs[band[0]].RowLen() == surf.Stride() || !e.t.PackedIO {
+			surf.Name = prog.Inputs[band[0]].Name
 		} else {
 			surf.Name = e.fresh("input")
 		}
 		e.fn.Inputs = append(e.fn.Inputs, mil.Var{Type: mil.TensorType("fp16", surf.Shape...), Name: surf.Name})
 	}
+}
+
+// onSurface returns the indices of the specs laid out on surface si, in
+// order.
+func onSurface(specs []IOSpec, si int) []int {
+	var idx []int
+	for i, s := range specs {
+		if s.Surface == si {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // emitInput recovers a logical input from its surface: slice its band
@@ -242,12 +249,7 @@ func (e *emitter) emitOutputs(g *dataflow.Graph, prog *Program) {
 	outs := g.Outputs()
 	for si := range prog.OutputSurfaces {
 		surf := &prog.OutputSurfaces[si]
-		var idx []int
-		for i, s := range prog.Outputs {
-			if s.Surface == si {
-				idx = append(idx, i)
-			}
-		}
+		idx := onSurface(prog.Outputs, si)
 		if len(idx) == 1 {
 			o := outs[idx[0]]
 			surf.Name = e.band(e.vars[o.Node], e.nodes[o.Node].Shape, prog.Outputs[idx[0]], o.Name)
