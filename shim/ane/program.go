@@ -117,15 +117,12 @@ func CheckProgram(p *lower.Program, dev lower.Target) error {
 		kind  string
 		specs []lower.IOSpec
 	}{{"input", p.Inputs}, {"output", p.Outputs}} {
-		seen := map[string]bool{}
+		names := make([]string, len(g.specs))
 		for i, s := range g.specs {
-			if s.Name == "" {
-				return fmt.Errorf("%w: %s %d has no name", ErrProgram, g.kind, i)
-			}
-			if seen[s.Name] {
-				return fmt.Errorf("%w: two %ss named %q", ErrProgram, g.kind, s.Name)
-			}
-			seen[s.Name] = true
+			names[i] = s.Name
+		}
+		if err := uniqueNames(g.kind, names); err != nil {
+			return err
 		}
 	}
 	in, out, err := programPorts(p)
@@ -136,15 +133,14 @@ func CheckProgram(p *lower.Program, dev lower.Target) error {
 		kind  string
 		ports []Port
 	}{{"input", in}, {"output", out}} {
-		seen := map[string]bool{}
+		names := make([]string, len(g.ports))
 		for i, pt := range g.ports {
-			if pt.Name == "" {
-				return fmt.Errorf("%w: %s surface %d has no name", ErrProgram, g.kind, i)
-			}
-			if seen[pt.Name] {
-				return fmt.Errorf("%w: two %s surfaces named %q", ErrProgram, g.kind, pt.Name)
-			}
-			seen[pt.Name] = true
+			names[i] = pt.Name
+		}
+		if err := uniqueNames(g.kind+" surface", names); err != nil {
+			return err
+		}
+		for _, pt := range g.ports {
 			if err := checkShape(g.kind, pt); err != nil {
 				return fmt.Errorf("%w: %v", ErrProgram, err)
 			}
@@ -152,6 +148,22 @@ func CheckProgram(p *lower.Program, dev lower.Target) error {
 				return fmt.Errorf("%w: %s surface %q of shape %v exceeds the device's %d channels or %d spatial", ErrProgram, g.kind, pt.Name, ds, dev.MaxChannels, dev.MaxSpatial)
 			}
 		}
+	}
+	return nil
+}
+
+// uniqueNames refuses an empty or repeated name among a program's inputs,
+// outputs or surfaces (what names them, "input" or "output surface").
+func uniqueNames(what string, names []string) error {
+	seen := map[string]bool{}
+	for i, name := range names {
+		if name == "" {
+			return fmt.Errorf("%w: %s %d has no name", ErrProgram, what, i)
+		}
+		if seen[name] {
+			return fmt.Errorf("%w: two %ss named %q", ErrProgram, what, name)
+		}
+		seen[name] = true
 	}
 	return nil
 }
