@@ -217,17 +217,19 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 	plan.sigma = pow2Exp(bound)
 	plan.hi = math.Ldexp(bound, plan.sigma)
 	k := set.Unroll
-	plan.poly = newChebPoly(k, plan.hi)
 	switch {
 	case plan.spectral != nil:
-		plan.kind = progSpectral
+		plan.kind = progSpectral // no polynomial
 	case isStencil && plan.dop == a:
 		plan.kind = progStencil
 		if lam, ok := st.lambdaMin(); ok && lam > 0 {
 			plan.poly = newChebPolyAbove(k, plan.hi, math.Ldexp(lam, plan.sigma))
+		} else {
+			plan.poly = newChebPoly(k, plan.hi)
 		}
 	default:
 		plan.kind = progGeneric
+		plan.poly = newChebPoly(k, plan.hi)
 		if plan.shape, err = deviceShape("CG", plan.dop); err != nil {
 			return nil, err
 		}
