@@ -27,9 +27,9 @@ type Operator interface {
 	// Diagonal returns the diagonal of A (used by Jacobi).
 	Diagonal() []float64
 	// DeviceApply adds y = 2^scale·A·x to g, for x and y of shape [1, n]
-	// (a GridOperator's: [1, 1, ny, nx]), and returns y. Errors are recorded in g (see dataflow.Graph). Calls
-	// on one graph share the operator's weights (see dataflow.Graph.Lookup)
-	// and the scale. The solvers call it with ‖2^scale·A‖∞ < 1 and entries
+	// (a GridOperator's: [1, 1, ny, nx]), and returns y. Errors are
+	// recorded in g (see dataflow.Graph). Calls on one graph share the
+	// operator's weights (see dataflow.Graph.Lookup) and the scale. The solvers call it with ‖2^scale·A‖∞ < 1 and entries
 	// of x below 2¹⁴ in magnitude, so that y is too; an implementation
 	// keeps its own intermediates in that range.
 	DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) dataflow.Value
@@ -289,10 +289,17 @@ func (s *stencilOp) lambdaMin() (float64, bool) {
 	lam := math.Inf(1)
 	for _, u := range []float64{-ux, ux} {
 		for _, v := range []float64{-uy, uy} {
-			lam = math.Min(lam, c[1][1]+c[1][0]*u+c[0][1]*v+c[0][0]*u*v)
+			lam = math.Min(lam, s.eigenvalue(u, v))
 		}
 	}
 	return lam, true
+}
+
+// eigenvalue is the eigenvalue of a stencil symmetric about both axes on
+// the sine mode where Tx has eigenvalue u and Ty has v.
+func (s *stencilOp) eigenvalue(u, v float64) float64 {
+	c := s.c
+	return c[1][1] + c[1][0]*u + c[0][1]*v + c[0][0]*u*v
 }
 
 func (s *stencilOp) Dims() int        { return s.nx * s.ny }

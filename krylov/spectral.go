@@ -53,13 +53,11 @@ func FastDiagonalization(a Operator) (Preconditioner, error) {
 	// in (0, 1].
 	_, e := math.Frexp(lam)
 	scale := math.Ldexp(1, e-1)
-	c := st.c
 	for j := range st.ny {
 		v := 2 * math.Cos(float64(j+1)*math.Pi/float64(st.ny+1))
 		for i := range st.nx {
 			u := 2 * math.Cos(float64(i+1)*math.Pi/float64(st.nx+1))
-			l := c[1][1] + c[1][0]*u + c[0][1]*v + c[0][0]*u*v
-			f.m[j*st.nx+i] = scale / l
+			f.m[j*st.nx+i] = scale / st.eigenvalue(u, v)
 		}
 	}
 	f.scale = scale
