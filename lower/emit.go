@@ -230,6 +230,9 @@ func (e *emitter) reshape(x, out string, shape dataflow.Shape) string {
 func (e *emitter) band(v string, shape dataflow.Shape, spec IOSpec, out string) string {
 	c, rowLen, stride := spec.Rows(), spec.RowLen(), spec.Stride()
 	if stride == rowLen {
+		if shape.Equal(dataflow.Shape{1, c, 1, rowLen}) && e.rename(v, out) {
+			return out // already the band's layout: no identity reshape
+		}
 		return e.reshape(v, out, dataflow.Shape{1, c, 1, rowLen})
 	}
 	if !shape.Equal(dataflow.Shape{1, c, 1, rowLen}) {
@@ -240,6 +243,60 @@ func (e *emitter) band(v string, shape dataflow.Shape, spec IOSpec, out string) 
 		arg("mode", ref(e.constant(out+"_pad_mode", mil.String("constant")))),
 		arg("pad", ref(e.constant(out+"_pad", mil.Int32s(0, 0, 0, 0, 0, 0, 0, stride-rowLen)))),
 		arg("x", ref(v)))
+}
+
+// rename gives the variable v, the output of a compute op, the name out
+// in that op and in every later reference, and reports whether it did. It
+// does nothing for a function input, a constant or a variable already
+// returned (a value output twice keeps its first name, and the second
+// output is an identity reshape of it).
+func (e *emitter) rename(v, out string) bool {
+	for _, o := range e.fn.Outputs {
+		if o == v {
+			return false
+		}
+	}
+	def := -1
+	for i, op := range e.fn.Ops {
+		if len(op.Outputs) == 1 && op.Outputs[0].Name == v && op.Kind != "const" {
+			def = i
+			break
+		}
+	}
+	if def < 0 {
+		return false
+	}
+	var sub func(x mil.Expr)
+	sub = func(x mil.Expr) {
+		switch x := x.(type) {
+		case *mil.Ref:
+			if x.Name == v {
+				x.Name = out
+			}
+		case *mil.Tuple:
+			for _, el := range x.Elems {
+				sub(el)
+			}
+		}
+	}
+	op := e.fn.Ops[def]
+	op.Outputs[0].Name = out
+	for i, a := range op.Attrs {
+		if a.Name == "name" {
+			op.Attrs[i].Value = mil.String(out)
+		}
+	}
+	for _, later := range e.fn.Ops[def+1:] {
+		for _, a := range later.Args {
+			sub(a.Value)
+		}
+	}
+	for i, name := range e.vars {
+		if name == v {
+			e.vars[i] = out
+		}
+	}
+	return true
 }
 
 // emitOutputs writes the output surfaces: a lone output is its surface,

@@ -436,3 +436,28 @@ func TestEstimateErrors(t *testing.T) {
 		require.Contains(t, err.Error(), c.msg, c.name)
 	}
 }
+
+// TestOutputInSurfaceLayoutHasNoCopy: a lone output whose value already has
+// its surface's layout is written by the op that computes it, under the
+// output's name, so the program and its cost hold no identity reshape.
+func TestOutputInSurfaceLayoutHasNoCopy(t *testing.T) {
+	g := dataflow.New()
+	x := g.Input("x", dataflow.Shape{1, 64, 1, 32})
+	w := g.Const("w", dataflow.Shape{64, 64, 1, 1}, ramp(64*64))
+	y := g.Conv2D(x, w, dataflow.Conv2DOptions{})
+	g.Output("y", g.Relu(y))
+	require.NoError(t, g.Err())
+	p, err := Lower(g, TargetSim)
+	require.NoError(t, err)
+	c, err := Estimate(p, "")
+	require.NoError(t, err)
+	var ops []string
+	for _, n := range c.PerNode {
+		ops = append(ops, n.Op+" "+n.Name)
+	}
+	require.Len(t, ops, 2, "%s", p.MIL)
+	require.Equal(t, "relu y", ops[1], "the relu writes the output surface itself")
+	require.Equal(t, "y", p.OutputSurfaces[0].Name)
+	require.Contains(t, string(p.MIL), "-> (y)")
+	require.NotContains(t, string(p.MIL), "reshape(")
+}
