@@ -333,6 +333,15 @@ func CGProgram(a Operator, s *Settings) (*lower.Program, error) {
 	return exe.Program(), nil
 }
 
+// inputShift is how many binades below chebInputNorm the host puts the
+// device's input: FastDiagonalization's scaled M (see factors), else 0.
+func (p *cgPlan) inputShift() int {
+	if p.kind != progSpectral {
+		return 0
+	}
+	return p.spectral.shift
+}
+
 // truncation is FCG's m for the plan.
 func (p *cgPlan) truncation() int {
 	if p.kind == progSpectral {

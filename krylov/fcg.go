@@ -116,7 +116,7 @@ func (p *cgPlan) loop(r *run) error {
 		if !(rnormY > 0) || math.IsInf(rnormY, 0) {
 			return fmt.Errorf("krylov: CG: the scaled residual's norm is %g at relative residual %.3g%s: %w", rnormY, res.Residual, p.notes(r), ErrNotConverged)
 		}
-		e := pow2Exp(rnormY) + int(math.Log2(chebInputNorm)) // 2^e·‖S·r‖ in [2¹¹, 2¹²)
+		e := pow2Exp(rnormY) + int(math.Log2(chebInputNorm)) - p.inputShift() // 2^e·‖S·r‖ in [2¹¹, 2¹²), or 2^−shift of that
 		for i, v := range ry {
 			in[i] = float32(math.Ldexp(v, e))
 		}

@@ -61,6 +61,7 @@ func FastDiagonalization(a Operator) (Preconditioner, error) {
 		}
 	}
 	f.scale = scale
+	f.shift, f.q = f.factors()
 	return f, nil
 }
 
@@ -89,6 +90,8 @@ type spectral struct {
 	sx, sy []float64 // sine matrices, nx×nx and ny×ny
 	m      []float64 // scale/λ_ij, row j (y mode), column i (x mode)
 	scale  float64   // a power of two ≤ λ_min
+	shift  int       // the device applies 2^shift·M to 2^−shift·r (see factors)
+	q      int       // as q equal factors
 }
 
 // minM is M's smallest entry, scale/λ_max.
@@ -98,6 +101,33 @@ func (f *spectral) minM() float64 {
 		m = math.Min(m, v)
 	}
 	return m
+}
+
+// maxInputShift bounds factors' shift: the device's input then has
+// ‖r‖₂ ≥ 2^(11 − maxInputShift), entries of root mean square at least 2⁻⁹
+// for a million unknowns, five binades above fp16's subnormals (2⁻¹⁴).
+const maxInputShift = 10
+
+// factors returns how the device applies M, whose smallest entry is about
+// 1/(2κ) and so subnormal in fp16 once κ passes about 2¹⁴ (Poisson 256²), where the
+// lowering would refuse it and a flushed entry would drop an upper mode.
+// M is multiplied by 2^shift, the least power of two that puts its
+// smallest entry in fp16's normal range (at most maxInputShift), and the
+// host scales the device's input by 2^−shift, so that every conv output
+// stays bounded by ‖r‖₂ as before; only if that is not enough (κ past
+// 2²³, not reached by Poisson on MaxSpectralSide² grids) is 2^shift·M
+// applied as q > 1 equal factors with normal entries. For every grid the
+// package's tests use, q = 1: one product.
+func (f *spectral) factors() (shift, q int) {
+	minM := f.minM()
+	for shift < maxInputShift && math.Ldexp(minM, shift) < 0x1p-14 {
+		shift++
+	}
+	q = 1
+	for math.Pow(math.Ldexp(minM, shift), 1/float64(q)) < 0x1p-14 {
+		q++
+	}
+	return shift, q
 }
 
 // ApplyTo sets dst = A⁻¹·r in float64 (dense transforms, O(n·(nx+ny))).
@@ -167,17 +197,11 @@ func (f *spectral) DeviceApply(g *dataflow.Graph, r dataflow.Value) dataflow.Val
 	}
 	sx := konst("sx", dataflow.Shape{nx, nx, 1, 1}, f.sx)
 	sy := konst("sy", dataflow.Shape{ny, ny, 1, 1}, f.sy)
-	// M's smallest entry is about 1/κ, subnormal in fp16 past κ = 2¹⁴
-	// (Poisson 256²), where the lowering would flush it to zero and the
-	// preconditioner would lose the upper modes. So M is applied as q equal
-	// factors M^(1/q), q the least with every factor's entries normal.
-	q := 1
-	for minM := f.minM(); math.Pow(minM, 1/float64(q)) < 0x1p-14; q++ {
-	}
-	mt := make([]float64, nx*ny) // (M^(1/q))ᵀ, [1, nx, 1, ny]
+	shift, q := f.shift, f.q
+	mt := make([]float64, nx*ny) // ((2^shift·M)^(1/q))ᵀ, [1, nx, 1, ny]
 	for j := range ny {
 		for i := range nx {
-			mt[i*ny+j] = math.Pow(f.m[j*nx+i], 1/float64(q))
+			mt[i*ny+j] = math.Pow(math.Ldexp(f.m[j*nx+i], shift), 1/float64(q))
 		}
 	}
 	m := konst(fmt.Sprintf("mt%d", q), dataflow.Shape{1, nx, 1, ny}, mt)
