@@ -21,8 +21,8 @@ func benchCG(b *testing.B, n, unroll int) {
 	dev := simDevice(b, "sim")
 	op := poisson(b, n, n)
 	rhs := randVec(n*n, 1)
-	set := &Settings{Device: dev, Unroll: unroll} // the default MaxDispatches, max(200, √n)
-	if _, err := CG(op, rhs, set); err != nil {   // compile outside the timer
+	set := &Settings{Device: dev, Unroll: unroll, Precond: polynomialOf(b, op)} // the default MaxDispatches, max(200, √n)
+	if _, err := CG(op, rhs, set); err != nil {                                 // compile outside the timer
 		b.Fatal(err)
 	}
 	var res Result

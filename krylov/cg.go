@@ -16,7 +16,8 @@ import (
 // FCGTruncation; Saad 2003, Iterative Methods for Sparse Linear Systems,
 // Alg. 12.1, for the polynomial).
 //
-// Each dispatch is one outer iteration. The device applies z = q(A)·r, the
+// Each dispatch is one outer iteration. With the polynomial (the default
+// but for the stencils below, see Precond) the device applies z = q(A)·r, the
 // Chebyshev iteration of Settings.Unroll steps on [λ_hi/(2k²), λ_hi], with
 // λ_hi = ‖2^σ·A‖∞ (a Gershgorin bound, no eigenvalue estimate; for a
 // Stencil2D symmetric about both axes, whose smallest eigenvalue has a
@@ -62,18 +63,20 @@ import (
 // iteration absorbs. A user Operator has no compensated form
 // (ErrUnsupported).
 //
-// Precond, if set, must be a preconditioner made by Jacobi or by
-// FastDiagonalization. Jacobi scales A symmetrically to D^(−½)·A·D^(−½)
-// before the polynomial is formed (for a Stencil2D, whose diagonal is
-// constant, that changes nothing). FastDiagonalization replaces the
-// polynomial: each dispatch applies the stencil's exact inverse by sine
-// transforms, and CG reaches 1e-10 in 5–8 dispatches on the sweep's
-// constant-coefficient problems, smooth right-hand sides included (the
-// host then keeps 2 directions, not FCGTruncation). For a stencil
-// symmetric about both axes it is the better choice, up to its grid limit
-// (MaxSpectralSide). Any other Preconditioner is refused (ErrInput): the
-// device polynomial needs a symmetric operator whose spectrum it can
-// bound.
+// Precond nil means FastDiagonalization(a) for a Stencil2D it accepts
+// (symmetric about both axes, positive definite, sides up to
+// MaxSpectralSide; made once per operator) and the polynomial for every
+// other operator. Otherwise it must come from Polynomial, Jacobi or
+// FastDiagonalization. FastDiagonalization replaces the polynomial: each
+// dispatch applies the stencil's exact inverse by sine transforms, and CG
+// reaches 1e-10 in 5–10 dispatches on the sweep's constant-coefficient
+// problems, smooth right-hand sides included (the host then keeps 2
+// directions, not FCGTruncation, and Unroll is unused). Polynomial asks
+// for the polynomial where the default would not be it. Jacobi scales A
+// symmetrically to D^(−½)·A·D^(−½) before the polynomial is formed (for a
+// Stencil2D, whose diagonal is constant, that changes nothing). Any other
+// Preconditioner is refused (ErrInput): the device polynomial needs a
+// symmetric operator whose spectrum it can bound.
 //
 // CG uses Tol, Unroll (1 … MaxUnroll, default 16), MaxDispatches, Precond,
 // Precision, X0, Device and Trace; it ignores Restart. It stops when the
@@ -175,8 +178,15 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 	st, isStencil := a.(*stencilOp)
 	_, isDense := a.(*denseOp)
 	bound := norm
-	switch pre := set.Precond.(type) {
-	case nil:
+	if set.Precond == nil && isStencil {
+		// The default for a stencil FastDiagonalization accepts is its
+		// exact inverse, made once per operator (the program key names it).
+		if fd := st.defaultSpectral(); fd != nil {
+			plan.set.Precond = fd
+		}
+	}
+	switch pre := plan.set.Precond.(type) {
+	case nil, polynomial:
 		// A badly scaled dense matrix is scaled by powers of two, exactly.
 		if sop, sd := symmetricScaling(a); sop != nil {
 			plan.dop, plan.sdiag, bound = sop, sd, sop.NormInf()
@@ -209,7 +219,7 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 		}
 		plan.spectral = pre
 	default:
-		return nil, fmt.Errorf("krylov: CG: Settings.Precond must come from Jacobi or FastDiagonalization (got %T): the device polynomial needs a symmetric scaling of A whose spectrum it can bound; scale the operator yourself instead: %w", set.Precond, ErrInput)
+		return nil, fmt.Errorf("krylov: CG: Settings.Precond must come from Polynomial, Jacobi or FastDiagonalization (got %T): the device polynomial needs a symmetric scaling of A whose spectrum it can bound; scale the operator yourself instead: %w", set.Precond, ErrInput)
 	}
 	if math.IsInf(bound, 0) || !(bound > 0) {
 		return nil, fmt.Errorf("krylov: CG: the scaled operator's ‖·‖∞ bound is %g: %w", bound, ErrInput)
@@ -254,7 +264,11 @@ func (p *cgPlan) steps() int {
 
 // program returns the compiled CG program for the plan on dev.
 func (p *cgPlan) program(dev shim.Device) (*compiled, error) {
-	key := programKey{solver: "cg", dev: dev, op: p.dop, pre: p.set.Precond, steps: p.steps(), sigma: p.sigma, compensated: p.compensated && p.kind == progGeneric}
+	pre := p.set.Precond
+	if _, ok := pre.(polynomial); ok {
+		pre = nil // the same program as no preconditioner
+	}
+	key := programKey{solver: "cg", dev: dev, op: p.dop, pre: pre, steps: p.steps(), sigma: p.sigma, compensated: p.compensated && p.kind == progGeneric}
 	return programs.get(key, fmt.Sprintf("CG program for n = %d", p.dop.Dims()), p.graph)
 }
 

@@ -31,6 +31,14 @@ func poisson(t testing.TB, nx, ny int) Operator {
 	return op
 }
 
+// polynomialOf is Polynomial(a): CG's device polynomial, which a nil
+// Precond no longer means for a stencil FastDiagonalization accepts.
+func polynomialOf(t testing.TB, a Operator) Preconditioner {
+	p, err := Polynomial(a)
+	require.NoError(t, err)
+	return p
+}
+
 func randVec(n int, seed uint64) []float64 {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	x := make([]float64, n)
@@ -98,7 +106,7 @@ func TestCGPoisson(t *testing.T) {
 			if c.dense {
 				op = denseOf(t, csr.Dense())
 			}
-			res, err := CG(op, b, &Settings{Device: dev, Unroll: c.unroll, Tol: 1e-11})
+			res, err := CG(op, b, &Settings{Device: dev, Unroll: c.unroll, Tol: 1e-11, Precond: polynomialOf(t, op)})
 			require.NoError(t, err)
 			require.True(t, res.Converged)
 			ref, err := reference.CG(csr, b, reference.CGSettings{Tol: 1e-11})
@@ -141,7 +149,7 @@ func TestCGRandomRHSIterations(t *testing.T) {
 		sqrtKappa := math.Sqrt(op.NormInf() / lam)
 		last := math.MaxInt
 		for _, u := range []int{4, 8, 16, 32, 64} {
-			res, err := CG(op, b, &Settings{Device: dev, Unroll: u})
+			res, err := CG(op, b, &Settings{Device: dev, Unroll: u, Precond: polynomialOf(t, op)})
 			require.NoError(t, err)
 			ratio := float64(res.Dispatches*(u+1)) / float64(ref.Iterations)
 			t.Logf("Poisson %d² (√κ = %.0f), Unroll %d: %d dispatches; float64 CG %d; applications %.2f×", n, sqrtKappa, u, res.Dispatches, ref.Iterations, ratio)
@@ -198,7 +206,7 @@ func TestCGJacobi(t *testing.T) {
 	require.NoError(t, err)
 	b := randVec(200, 2)
 	dev := simDevice(t, "sim")
-	plain, err := CG(op, b, &Settings{Device: dev, Unroll: 2})
+	plain, err := CG(op, b, &Settings{Device: dev, Unroll: 2, Precond: polynomialOf(t, op)})
 	require.NoError(t, err)
 	pcg, err := CG(op, b, &Settings{Device: dev, Unroll: 2, Precond: pre})
 	require.NoError(t, err)
@@ -298,7 +306,7 @@ func TestCGReusesProgram(t *testing.T) {
 		_, err := CG(op, randVec(256, uint64(i)), &Settings{Device: dev, Unroll: 8})
 		require.NoError(t, err)
 	}
-	require.Equal(t, 1, dev.(*shim.Cache).Stats().Compiles, "one program per operator and unroll")
+	require.Equal(t, 1, dev.(*shim.Cache).Stats().Compiles, "one program per operator and settings")
 }
 
 // TestCGCompensated: at κ = 1e5, κ·2⁻¹¹ ≈ 50, so fl16(A) is far from A in

@@ -268,6 +268,21 @@ type stencilOp struct {
 	nx, ny int
 	c      [3][3]float64
 	norm   float64
+
+	fdOnce sync.Once
+	fd     *spectral // CG's default preconditioner, or nil (see defaultSpectral)
+}
+
+// defaultSpectral returns the FastDiagonalization CG uses when Precond is
+// nil, made once per operator so that a re-solve reuses its program; nil
+// for a stencil it does not accept (then the polynomial is the default).
+func (s *stencilOp) defaultSpectral() *spectral {
+	s.fdOnce.Do(func() {
+		if pre, err := FastDiagonalization(s); err == nil {
+			s.fd = pre.(*spectral)
+		}
+	})
+	return s.fd
 }
 
 // lambdaMin returns the smallest eigenvalue of a stencil that is symmetric
@@ -366,6 +381,26 @@ type Preconditioner interface {
 	// (the solvers normalize search directions, so c cancels).
 	DeviceApply(g *dataflow.Graph, r dataflow.Value) dataflow.Value
 }
+
+// Polynomial returns the choice of no preconditioner but CG's device
+// polynomial in A itself (see CG): M = I, so ApplyTo copies r and
+// DeviceApply returns it. It is what a nil Settings.Precond means for
+// every operator except a Stencil2D that FastDiagonalization accepts,
+// whose default is its exact inverse; pass Polynomial to have the
+// polynomial there too (to compare them, or for a grid whose sine
+// matrices would be larger than the polynomial's work).
+func Polynomial(a Operator) (Preconditioner, error) {
+	if a == nil {
+		return nil, fmt.Errorf("krylov: nil operator: %w", ErrShape)
+	}
+	return polynomial{}, nil
+}
+
+type polynomial struct{}
+
+func (polynomial) ApplyTo(dst, r []float64) { copy(dst, r) }
+
+func (polynomial) DeviceApply(_ *dataflow.Graph, r dataflow.Value) dataflow.Value { return r }
 
 // Jacobi returns the diagonal preconditioner M = diag(A), for CG. A
 // diagonal entry that is zero, negative or NaN is an error wrapping

@@ -46,8 +46,8 @@ type Settings struct {
 	// host in float64. Default 1e-10.
 	Tol float64
 	// Unroll is the number of steps (applications of A) of CG's device
-	// polynomial in one program, 1 … MaxUnroll. Default 16. GMRES ignores
-	// it.
+	// polynomial in one program, 1 … MaxUnroll. Default 16. GMRES, and CG
+	// with FastDiagonalization (the default for most stencils), ignore it.
 	Unroll int
 	// MaxDispatches bounds the number of device programs run. Default
 	// max(200, ⌈√n⌉) for n unknowns (see DefaultMaxDispatches).
@@ -55,9 +55,10 @@ type Settings struct {
 	// Restart is GMRES's m, the Arnoldi steps per device program (at most
 	// MaxRestart once capped at n). Default 30. CG ignores it.
 	Restart int
-	// Precond is an optional preconditioner for CG, from Jacobi or
-	// FastDiagonalization (see CG); GMRES refuses one (ErrInput) rather
-	// than ignore it.
+	// Precond is CG's preconditioner, from Polynomial, Jacobi or
+	// FastDiagonalization; nil means FastDiagonalization for a Stencil2D
+	// it accepts and Polynomial otherwise (see CG). GMRES refuses one
+	// (ErrInput) rather than ignore it.
 	Precond Preconditioner
 	// Precision selects how the device applies A: FP16 (fl16(A)) or
 	// Compensated (a dense A from limb digits, to about twice fp16's

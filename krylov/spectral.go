@@ -23,13 +23,17 @@ const MaxSpectralSide = 1024
 // dispatch is four 1×1 convs with constant sine matrices and one product;
 // no dot product, and no application of A on the device.
 //
-// CG with it needs a few dispatches whatever the right-hand side (the fp16
+// It is CG's default for such a stencil (Settings.Precond nil); pass it
+// explicitly to be told when a stencil does not qualify. CG with it needs
+// a few dispatches whatever the right-hand side (the fp16
 // rounding of the transforms limits each to a fixed reduction of the
 // error, which the float64 outer iteration compounds), where the default
 // polynomial needs many for a smooth one; Settings.Unroll is then unused.
 // The device work per dispatch is 4·n·(nx + ny) multiply-adds against the
 // polynomial's 27·n·Unroll: more per dispatch on large grids, far less
-// per solve. Both sides must be at most MaxSpectralSide (ErrUnsupported);
+// per solve. The device bytes per unknown per dispatch are
+// 30 + 4·(nx/ny + ny/nx) by lower.Estimate (the last term the sine
+// matrices), 38 on a square grid, against the polynomial's 12·Unroll. Both sides must be at most MaxSpectralSide (ErrUnsupported);
 // another operator, a stencil without the symmetry or one that is not
 // positive definite is refused (ErrInput, ErrNotSPD).
 func FastDiagonalization(a Operator) (Preconditioner, error) {

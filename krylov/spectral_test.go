@@ -12,6 +12,7 @@ import (
 
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/reference"
+	"github.com/anemone-go/anemone/shim"
 )
 
 // TestFastDiagonalizationInverse: the host form of the preconditioner is
@@ -264,4 +265,64 @@ func TestCGFastDiagonalizationTrivial(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, res.Dispatches, "%s: an X0 that solves it needs no dispatch", c.name)
 	}
+}
+
+// TestCGDefaultPreconditioner: a nil Precond is FastDiagonalization for a
+// stencil it accepts, made once (a re-solve compiles nothing and builds
+// no graph), and the polynomial for a stencil it refuses and for a dense
+// matrix; Polynomial(a) gives the polynomial everywhere, and shares the
+// program of a nil Precond where that is the polynomial.
+func TestCGDefaultPreconditioner(t *testing.T) {
+	dev := simDevice(t, "sim")
+	compiles := func() int { return dev.(*shim.Cache).Stats().Compiles }
+	lap := [3][3]float64{{0, -1, 0}, {-1, 4, -1}, {0, -1, 0}}
+	square, err := Stencil2D(40, 40, lap)
+	require.NoError(t, err)
+	wide, err := Stencil2D(MaxSpectralSide+76, 2, lap) // a side past MaxSpectralSide
+	require.NoError(t, err)
+	skew, err := Stencil2D(30, 30, [3][3]float64{{-0.5, -1, 0}, {-1, 6, -1}, {0, -1, -0.5}}) // symmetric, not about the axes
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		op   Operator
+		fd   bool
+	}{
+		{"Laplacian 40²", square, true},
+		{"Laplacian 1100×2", wide, false},
+		{"skew 9-point 30²", skew, false},
+		{"dense", denseOf(t, mat.NewDiagDense(3, []float64{1, 2, 3})), false},
+	} {
+		b := randVec(c.op.Dims(), 3)
+		before := compiles()
+		res, err := CG(c.op, b, &Settings{Device: dev})
+		require.NoError(t, err, c.name)
+		require.LessOrEqual(t, reference.RelResidual(hostOp{c.op}, res.X, b), DefaultTol, c.name)
+		if c.fd {
+			require.Equal(t, res.Dispatches, res.Iterations, "%s: one application of A⁻¹ per dispatch", c.name)
+		} else {
+			require.Equal(t, res.Dispatches*DefaultUnroll, res.Iterations, "%s: the polynomial", c.name)
+		}
+		require.Equal(t, before+1, compiles(), c.name)
+		again, err := CG(c.op, b, &Settings{Device: dev})
+		require.NoError(t, err)
+		require.Equal(t, res.Dispatches, again.Dispatches)
+		require.Equal(t, before+1, compiles(), "%s: the re-solve reuses the program", c.name)
+
+		poly, err := CG(c.op, b, &Settings{Device: dev, Precond: polynomialOf(t, c.op)})
+		require.NoError(t, err, c.name)
+		require.Equal(t, poly.Dispatches*DefaultUnroll, poly.Iterations, "%s: Polynomial", c.name)
+		want := before + 1
+		if c.fd {
+			want++ // the polynomial's own program
+		}
+		require.Equal(t, want, compiles(), c.name)
+	}
+	_, err = Polynomial(nil)
+	require.ErrorIs(t, err, ErrShape)
+	poly := polynomialOf(t, square)
+	_, err = GMRES(square, randVec(square.Dims(), 1), &Settings{Device: dev, Precond: poly})
+	require.ErrorIs(t, err, ErrInput, "GMRES takes no preconditioner")
+	z := make([]float64, 3)
+	poly.ApplyTo(z, []float64{1, -2, 3})
+	require.Equal(t, []float64{1, -2, 3}, z, "M = I")
 }

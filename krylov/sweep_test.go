@@ -66,8 +66,8 @@ func (e *noiseExe) Run(in [][]float32) ([][]float32, error) {
 }
 
 // cgCases are the problems of the ablation and host-share checks: a
-// stencil in both modes and with FastDiagonalization, and a dense SPD
-// matrix in both modes.
+// stencil in both modes with the polynomial and with its default,
+// FastDiagonalization, and a dense SPD matrix in both modes.
 func cgCases(t testing.TB) []struct {
 	name string
 	op   Operator
@@ -80,8 +80,7 @@ func cgCases(t testing.TB) []struct {
 	require.NoError(t, err)
 	dense := denseOf(t, a)
 	p48, p64 := poisson(t, 48, 48), poisson(t, 64, 64)
-	fd, err := FastDiagonalization(p64)
-	require.NoError(t, err)
+	poly48 := polynomialOf(t, p48)
 	return []struct {
 		name string
 		op   Operator
@@ -89,9 +88,10 @@ func cgCases(t testing.TB) []struct {
 		b    []float64
 		pre  Preconditioner
 	}{
-		{"Poisson 48² FP16", p48, precision.FP16, randVec(48*48, 1), nil},
-		{"Poisson 48² Compensated", p48, precision.Compensated, randVec(48*48, 1), nil},
-		{"Poisson 64² FastDiagonalization", p64, precision.FP16, randVec(64*64, 1), fd},
+		{"Poisson 48² FP16 polynomial", p48, precision.FP16, randVec(48*48, 1), poly48},
+		{"Poisson 48² Compensated polynomial", p48, precision.Compensated, randVec(48*48, 1), poly48},
+		{"Poisson 64² FP16 default (FastDiagonalization)", p64, precision.FP16, randVec(64*64, 1), nil},
+		{"Poisson 64² Compensated default (FastDiagonalization)", p64, precision.Compensated, randVec(64*64, 1), nil},
 		{"RandSVD 64 κ=100 FP16", dense, precision.FP16, randVec(64, 2), nil},
 		{"RandSVD 64 κ=100 Compensated", dense, precision.Compensated, randVec(64, 2), nil},
 	}
@@ -146,7 +146,8 @@ func TestCGHostShare(t *testing.T) {
 // over the Unroll steps).
 func TestCGDeviceBytes(t *testing.T) {
 	for _, c := range []struct{ n, unroll int }{{128, 8}, {128, DefaultUnroll}, {128, 32}, {512, DefaultUnroll}} {
-		p, err := CGProgram(poisson(t, c.n, c.n), &Settings{Device: simDevice(t, "sim"), Unroll: c.unroll})
+		op := poisson(t, c.n, c.n)
+		p, err := CGProgram(op, &Settings{Device: simDevice(t, "sim"), Unroll: c.unroll, Precond: polynomialOf(t, op)})
 		require.NoError(t, err)
 		for _, target := range []string{"ane-m1", "ane-m5"} {
 			cost, err := lower.Estimate(p, target)
@@ -183,7 +184,7 @@ func TestChebyshevDeviceMatchesHost(t *testing.T) {
 		{"dense compensated", denseOf(t, a), precision.Compensated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			plan, err := planCG(c.op, (&Settings{Device: dev, Precision: c.mode}).withDefaults(c.op.Dims()))
+			plan, err := planCG(c.op, (&Settings{Device: dev, Precision: c.mode, Precond: polynomialOf(t, c.op)}).withDefaults(c.op.Dims()))
 			require.NoError(t, err)
 			exe, err := plan.program(dev)
 			require.NoError(t, err)
@@ -365,10 +366,13 @@ func (d *jumpDiffusion) DeviceApply(g *dataflow.Graph, u dataflow.Value, scale i
 // dispatches·(Unroll + 1) (Unroll on the device, one on the host), against
 // float64 CG's iterations (reference.CG), to 1e-10, for random and smooth
 // right-hand sides, at 128² (the jump coefficient a user GridOperator on
-// the same grid). Asserted for
-// random right-hand sides and the jump coefficient: at most 1.5×, and
-// smooth in Unroll (no Unroll more than 1.3× another's on one problem).
-// Smooth right-hand sides on the constant stencils are reported only:
+// the same grid). Asserted for the default settings on every row
+// (FastDiagonalization for the constant stencils, the polynomial for the
+// user operator) and for the polynomial at Unroll 8, 16 and 32 on random
+// right-hand sides and the jump coefficient: at most 1.5×, and the
+// polynomial smooth in Unroll (no Unroll more than 1.3× another's on one
+// problem). The polynomial on smooth right-hand sides on the constant
+// stencils is reported only:
 // measured 3.75/4.43/6.53× at Unroll 8/16/32 on Poisson, 1.90/2.04/3.33×
 // on ε = 0.1, 1.36–2.70× on ε ≤ 0.03 (below). Run with -v for the table.
 func TestCGFamilySweep(t *testing.T) {
@@ -388,7 +392,7 @@ func TestCGFamilySweep(t *testing.T) {
 	problems = append(problems, problem{"jump diffusion 1:100 (user GridOperator)", newJumpDiffusion(n, n)})
 	var table strings.Builder
 	var failures []string
-	fmt.Fprintf(&table, "| problem | rhs | float64 CG | Unroll 8 | Unroll 16 | Unroll 32 |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&table, "| problem | rhs | float64 CG | default | Unroll 8 | Unroll 16 | Unroll 32 |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range problems {
 		nn := p.op.Dims()
 		side := int(math.Sqrt(float64(nn)))
@@ -413,9 +417,26 @@ func TestCGFamilySweep(t *testing.T) {
 			// reported, not asserted (see CG's documentation).
 			asserted := rhs == "random" || strings.HasPrefix(p.name, "jump")
 			fmt.Fprintf(&table, "| %s | %s | %d |", p.name, rhs, ref.Iterations)
+			// The default settings: FastDiagonalization for the constant
+			// stencils, whose dispatch applies A⁻¹ once (counted as one
+			// application) and the host A once; the polynomial at
+			// DefaultUnroll for the user operator. Asserted on every row.
+			def, err := CG(p.op, b, &Settings{Device: dev})
+			require.NoError(t, err, "%s %s default", p.name, rhs)
+			require.LessOrEqual(t, reference.RelResidual(hostOp{p.op}, def.X, b), 1e-10)
+			defApps := def.Iterations + def.Dispatches
+			defRatio := float64(defApps) / float64(ref.Iterations)
+			what := "FD"
+			if def.Iterations != def.Dispatches {
+				what = fmt.Sprintf("Unroll %d", def.Iterations/def.Dispatches)
+			}
+			fmt.Fprintf(&table, " %d in %d dispatches, %s (%.3f×) |", defApps, def.Dispatches, what, defRatio)
+			if defRatio > 1.5 {
+				failures = append(failures, fmt.Sprintf("%s %s default: %.2f× > 1.5×", p.name, rhs, defRatio))
+			}
 			var ratios []float64
 			for _, u := range []int{8, 16, 32} {
-				res, err := CG(p.op, b, &Settings{Device: dev, Unroll: u, MaxDispatches: 2000})
+				res, err := CG(p.op, b, &Settings{Device: dev, Unroll: u, MaxDispatches: 2000, Precond: polynomialOf(t, p.op)})
 				require.NoError(t, err, "%s %s Unroll %d", p.name, rhs, u)
 				require.LessOrEqual(t, reference.RelResidual(hostOp{p.op}, res.X, b), 1e-10)
 				apps := res.Dispatches * (u + 1)
@@ -441,38 +462,59 @@ func TestCGFamilySweep(t *testing.T) {
 }
 
 // TestCGPoissonLarge solves Poisson 512² (262,144 unknowns, 16 device rows'
-// worth) to 1e-10 and reports dispatches, iterations, time and memory.
-// The 1024² solve is BenchmarkCGPoisson1024.
+// worth) to 1e-10 with the default preconditioner (FastDiagonalization)
+// and with the polynomial, and reports dispatches, iterations, time and
+// memory. The 1024² solves are BenchmarkCGFastDiagonalizationPoisson1024
+// and BenchmarkCGPoisson1024.
 func TestCGPoissonLarge(t *testing.T) {
 	if testing.Short() {
-		t.Skip("Poisson 512² takes a few minutes on the simulator; run without -short")
+		t.Skip("Poisson 512² takes a minute on the simulator; run without -short")
 	}
 	const n = 512
 	dev := simDevice(t, "sim")
 	csr, b, exact, err := reference.ManufacturedPoisson2D(n, n)
 	require.NoError(t, err)
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	start := time.Now()
-	res, err := CG(poisson(t, n, n), b, &Settings{Device: dev, MaxDispatches: 1000})
-	wall := time.Since(start)
-	require.NoError(t, err)
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
 	t0 := time.Now()
 	ref, err := reference.CG(csr, b, reference.CGSettings{Tol: 1e-10, MaxIter: 100000})
 	refTime := time.Since(t0)
 	require.NoError(t, err)
-	relres := reference.RelResidual(csr, res.X, b)
-	t.Logf("Poisson %d²: %d dispatches, %d device iterations, %d applications (float64 CG %d, %.2f×), residual %.2g, error %.2g; wall %v (build %v, device %v, host %v); modeled M1 %v; float64 CG %v; heap in use after %.0f MiB, %.0f MiB allocated",
-		n, res.Dispatches, res.Iterations, res.Dispatches*(DefaultUnroll+1), ref.Iterations, float64(res.Dispatches*(DefaultUnroll+1))/float64(ref.Iterations),
-		relres, reference.RelErr(res.X, exact), wall, res.Build, res.Device, res.Host, res.ModeledTime, refTime,
-		float64(after.HeapInuse)/(1<<20), float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
-	require.LessOrEqual(t, relres, 1e-10)
-	// The manufactured right-hand side is smooth: the applications'
-	// ratio to float64 CG is reported, not asserted (see the sweep).
-	require.LessOrEqual(t, reference.RelErr(res.X, exact), 1e-9)
+	op := poisson(t, n, n)
+	for _, c := range []struct {
+		name string
+		pre  Preconditioner
+	}{
+		{"default (FastDiagonalization)", nil},
+		{"polynomial", polynomialOf(t, op)},
+	} {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		res, err := CG(op, b, &Settings{Device: dev, Precond: c.pre})
+		wall := time.Since(start)
+		require.NoError(t, err, c.name)
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		relres := reference.RelResidual(csr, res.X, b)
+		// Applications of A or A⁻¹: the device's steps and the host's one
+		// per dispatch, as in the sweep.
+		apps := res.Iterations + res.Dispatches
+		t.Logf("Poisson %d², %s: %d dispatches, %d device iterations, %d applications of A (float64 CG %d, %.2f×), residual %.2g, error %.2g; wall %v (build %v, device %v, host %v); %.1f device B/unknown per iteration, modeled M1 %v; float64 CG %v; heap in use after %.0f MiB, %.0f MiB allocated",
+			n, c.name, res.Dispatches, res.Iterations, apps, ref.Iterations, float64(apps)/float64(ref.Iterations),
+			relres, reference.RelErr(res.X, exact), wall, res.Build, res.Device, res.Host,
+			float64(res.DeviceBytes)/float64(n*n*res.Iterations), res.ModeledTime, refTime,
+			float64(after.HeapInuse)/(1<<20), float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
+		require.LessOrEqual(t, relres, 1e-10, c.name)
+		require.LessOrEqual(t, reference.RelErr(res.X, exact), 1e-9, c.name)
+		if c.pre == nil {
+			// The default meets the sweep's bound here too, and moves at
+			// most 40 device bytes per unknown per iteration.
+			require.LessOrEqual(t, float64(apps), 1.5*float64(ref.Iterations), c.name)
+			require.LessOrEqual(t, float64(res.DeviceBytes)/float64(n*n*res.Iterations), 40.0, c.name)
+		}
+		// The polynomial's applications on this smooth right-hand side
+		// are reported, not asserted (see the sweep).
+	}
 }
 
 // TestCGKappa1e6 is the κ = 1e6 case, SPD RandSVD, in both modes:

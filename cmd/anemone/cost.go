@@ -66,7 +66,7 @@ type costSolver struct {
 // costSolvers are krylov's programs. Empty until krylov exports its
 // program builders (CGProgram, GMRESProgram).
 var costSolvers = map[string]costSolver{
-	"cg": {"krylov's CG program on the n×n Laplacian, -unroll iterations", func(p costParams) (*lower.Program, int, int, error) {
+	"cg": {"krylov's CG polynomial program on the n×n Laplacian, -unroll iterations", func(p costParams) (*lower.Program, int, int, error) {
 		a, err := laplacian(p.N)
 		if err != nil {
 			return nil, 0, 0, err
@@ -74,11 +74,30 @@ var costSolvers = map[string]costSolver{
 		if err := positive(p.Unroll); err != nil {
 			return nil, 0, 0, err
 		}
-		prog, err := krylov.CGProgram(a, &krylov.Settings{Unroll: p.Unroll})
+		poly, err := krylov.Polynomial(a)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		prog, err := krylov.CGProgram(a, &krylov.Settings{Unroll: p.Unroll, Precond: poly})
 		if err != nil {
 			return nil, 0, 0, err
 		}
 		return prog, a.Dims(), p.Unroll, nil
+	}},
+	"cg-fd": {"krylov's default CG program on the n×n Laplacian (n ≤ 1024): FastDiagonalization, one iteration", func(p costParams) (*lower.Program, int, int, error) {
+		a, err := laplacian(p.N)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		fd, err := krylov.FastDiagonalization(a)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		prog, err := krylov.CGProgram(a, &krylov.Settings{Precond: fd})
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return prog, a.Dims(), 1, nil
 	}},
 	"gmres": {"krylov's GMRES program on the n×n Laplacian, -restart steps", func(p costParams) (*lower.Program, int, int, error) {
 		a, err := laplacian(p.N)

@@ -87,12 +87,20 @@ func TestSolve(t *testing.T) {
 	out, err = runCmd("solve", "convdiff", "-n", "16", "-pe", "10")
 	require.NoError(t, err)
 	require.Contains(t, out, "GMRES(30) convdiff 16×16")
-	_, err = runCmd("solve", "poisson", "-n", "16", "-max-dispatches", "1", "-unroll", "2")
+	_, err = runCmd("solve", "poisson", "-n", "16", "-max-dispatches", "1", "-unroll", "2", "-precond", "polynomial")
 	require.ErrorIs(t, err, krylov.ErrNotConverged)
-	out, err = runCmd("solve", "poisson", "-n", "16", "-fd")
-	require.NoError(t, err)
-	require.Contains(t, out, "CG + FastDiagonalization poisson 16×16")
-	require.Contains(t, out, "converged true")
-	_, err = runCmd("solve", "convdiff", "-n", "16", "-fd")
+	for _, c := range []struct{ flag, method string }{
+		{"default", "CG + FastDiagonalization (default) poisson 16×16"},
+		{"fd", "CG + FastDiagonalization poisson 16×16"},
+		{"polynomial", "CG, device polynomial poisson 16×16"},
+	} {
+		out, err = runCmd("solve", "poisson", "-n", "16", "-precond", c.flag)
+		require.NoError(t, err, c.flag)
+		require.Contains(t, out, c.method)
+		require.Contains(t, out, "converged true")
+	}
+	_, err = runCmd("solve", "poisson", "-n", "16", "-precond", "ilu")
+	require.ErrorIs(t, err, errUsage)
+	_, err = runCmd("solve", "convdiff", "-n", "16", "-precond", "fd")
 	require.ErrorIs(t, err, errUsage)
 }

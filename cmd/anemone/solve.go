@@ -28,12 +28,12 @@ func cmdSolve(args []string, w io.Writer) error {
 	name := fs.String("device", "", "device: ane, sim or sim-narrow")
 	n := fs.Int("n", 64, "interior grid points per side")
 	tol := fs.Float64("tol", 1e-10, "relative residual to reach (float64, host)")
-	unroll := fs.Int("unroll", 0, "CG: steps of the device polynomial per dispatch (0: default 16)")
+	unroll := fs.Int("unroll", 0, "CG: steps of the device polynomial per dispatch (0: default 16; unused with FastDiagonalization)")
 	restart := fs.Int("restart", 30, "GMRES restart length (at most 32; one dispatch per step)")
 	pe := fs.Float64("pe", 100, "Péclet number (convdiff)")
 	maxd := fs.Int("max-dispatches", 0, "dispatch budget (0: default)")
 	mode := fs.String("precision", "fp16", "fp16 or compensated")
-	fd := fs.Bool("fd", false, "poisson: precondition CG by FastDiagonalization (the stencil's exact inverse by sine transforms on the device)")
+	pre := fs.String("precond", "default", "poisson: CG's preconditioner: default (FastDiagonalization for n ≤ 1024, the device polynomial beyond), polynomial or fd")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -78,15 +78,29 @@ func cmdSolve(args []string, w io.Writer) error {
 		}}
 	var res krylov.Result
 	method := "CG"
-	if *fd && problem != "poisson" {
-		return fmt.Errorf("%w: solve: -fd is for poisson (CG); GMRES takes no preconditioner", errUsage)
+	if *pre != "default" && problem != "poisson" {
+		return fmt.Errorf("%w: solve: -precond is for poisson (CG); GMRES takes no preconditioner", errUsage)
 	}
 	if problem == "poisson" {
-		if *fd {
+		switch *pre {
+		case "default":
+			if *n <= krylov.MaxSpectralSide {
+				method = "CG + FastDiagonalization (default)"
+			} else {
+				method = fmt.Sprintf("CG, device polynomial (default past %d²)", krylov.MaxSpectralSide)
+			}
+		case "fd":
 			if set.Precond, err = krylov.FastDiagonalization(op); err != nil {
 				return err
 			}
 			method = "CG + FastDiagonalization"
+		case "polynomial":
+			if set.Precond, err = krylov.Polynomial(op); err != nil {
+				return err
+			}
+			method = "CG, device polynomial"
+		default:
+			return fmt.Errorf("%w: solve: -precond %q (default, polynomial or fd)", errUsage, *pre)
 		}
 		res, err = krylov.CG(op, b, set)
 	} else {

@@ -14,6 +14,7 @@ import (
 func TestRun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "p.png")
 	require.NoError(t, run(16, 0, 1e-10, "sim", out))
+	require.NoError(t, run(16, 8, 1e-10, "sim", ""), "the polynomial")
 	f, err := os.Open(out)
 	require.NoError(t, err)
 	defer f.Close()
