@@ -13,7 +13,8 @@ import (
 )
 
 // benchCG solves Poisson n² (random right-hand side) to 1e-10 on the
-// simulator and reports dispatches, iterations, and the modeled engine
+// simulator with the device polynomial (Precond: Polynomial; the default
+// there is FastDiagonalization, benchCGFastDiagonalization) and reports dispatches, iterations, and the modeled engine
 // time of the solve on M1 and M5 (lower.Estimate of the program lowered
 // for each family, times the dispatches), with the device bytes per
 // unknown per iteration. The ns/op is the simulator's, not an engine's.

@@ -496,13 +496,21 @@ func TestCGPoissonLarge(t *testing.T) {
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
 		relres := reference.RelResidual(csr, res.X, b)
+		plan, err := planCG(op, (&Settings{Device: dev, Precond: c.pre}).withDefaults(op.Dims()))
+		require.NoError(t, err)
+		g, err := plan.graph()
+		require.NoError(t, err)
+		p5, err := lower.Lower(g, lower.TargetM5)
+		require.NoError(t, err)
+		cost5, err := lower.Estimate(p5, "ane-m5")
+		require.NoError(t, err)
 		// Applications of A or A⁻¹: the device's steps and the host's one
 		// per dispatch, as in the sweep.
 		apps := res.Iterations + res.Dispatches
-		t.Logf("Poisson %d², %s: %d dispatches, %d device iterations, %d applications of A (float64 CG %d, %.2f×), residual %.2g, error %.2g; wall %v (build %v, device %v, host %v); %.1f device B/unknown per iteration, modeled M1 %v; float64 CG %v; heap in use after %.0f MiB, %.0f MiB allocated",
+		t.Logf("Poisson %d², %s: %d dispatches, %d device iterations, %d applications of A (float64 CG %d, %.2f×), residual %.2g, error %.2g; wall %v (build %v, device %v, host %v); %.1f device B/unknown per iteration, %.0f per solve; modeled M1 %v, M5 %v; float64 CG %v; heap in use after %.0f MiB, %.0f MiB allocated",
 			n, c.name, res.Dispatches, res.Iterations, apps, ref.Iterations, float64(apps)/float64(ref.Iterations),
 			relres, reference.RelErr(res.X, exact), wall, res.Build, res.Device, res.Host,
-			float64(res.DeviceBytes)/float64(n*n*res.Iterations), res.ModeledTime, refTime,
+			float64(res.DeviceBytes)/float64(n*n*res.Iterations), float64(res.DeviceBytes)/float64(n*n), res.ModeledTime, time.Duration(res.Dispatches)*cost5.Time, refTime,
 			float64(after.HeapInuse)/(1<<20), float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
 		require.LessOrEqual(t, relres, 1e-10, c.name)
 		require.LessOrEqual(t, reference.RelErr(res.X, exact), 1e-9, c.name)
