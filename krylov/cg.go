@@ -50,8 +50,9 @@ import (
 // For a Stencil2D operator the program is one conv per step on the grid,
 // so the grid is not limited to one device row (see Stencil2D). For a
 // Dense or user operator it is elementwise ops around the operator's
-// DeviceApply, on [1, n] vectors (n ≤ MaxUnknowns) or, for a
-// GridOperator, on its grid (no row limit).
+// DeviceApply, on [1, n] vectors (n ≤ MaxUnknowns), on channel blocks for
+// a Dense matrix past that (see MaxDenseUnknowns), or, for a GridOperator,
+// on its grid (no row limit).
 //
 // Precision Compensated (or Float64) applies a dense A inside the
 // polynomial from limb-split digits, so that the device's polynomial is

@@ -273,6 +273,9 @@ func compensatedApplier(a Operator, sigma int, nu float64) (applier, error) {
 }
 
 func (d *denseOp) compensatedSupported(sigma int) error {
+	if d.n > denseRowLimit {
+		return fmt.Errorf("krylov: Compensated mode for a dense matrix keeps its vectors in one device row, at most %d unknowns; this one has %d (use FP16 mode, whose float64 outer iteration reaches Tol too): %w", denseRowLimit, d.n, ErrUnsupported)
+	}
 	extra := int(math.Ceil(math.Log2(math.Sqrt(float64(d.n))) / compBits))
 	if d.n*(compensatedLimbs+extra) > compSpan {
 		return fmt.Errorf("krylov: Compensated mode for a dense matrix needs n·(limbs+%d) ≤ %d, got n = %d with %d limbs: %w", extra, compSpan, d.n, compensatedLimbs, ErrUnsupported)

@@ -92,8 +92,10 @@
 //   - Sizes are checked before any graph is built: a Stencil2D grid, and
 //     the grid of a user GridOperator, holds up to MaxGridWidth ×
 //     MaxGridHeight points (laid out [1, C, ny, nx], so not limited to one
-//     device row, in CG and GMRES alike); a Dense matrix, and any other
-//     operator, at most MaxUnknowns (one device row). Unroll and Restart
+//     device row, in CG and GMRES alike); a Dense matrix up to
+//     MaxDenseUnknowns (past one row its vectors are channel blocks, except
+//     in Compensated CG); any other operator at most MaxUnknowns (one
+//     device row). Unroll and Restart
 //     are bounded by MaxUnroll and MaxRestart, so no setting builds a
 //     program without bound.
 //   - Stats report the time spent building, on the device (the simulator's

@@ -355,13 +355,10 @@ func TestGMRESBadInput(t *testing.T) {
 	}
 }
 
-// TestGMRESTooLarge: GMRES's vectors live in one device row, so an
-// operator past MaxUnknowns is refused before anything is built, in
-// unknowns and bytes; a dense one already when it is built.
 // TestGMRESPastOneDeviceRow: a stencil's vectors live on its grid
 // [1, 1, ny, nx], so GMRES solves grids of more than 16384 unknowns (one
-// device row) to the float64 tolerance; Dense stays limited to one row and
-// says so before copying n² floats.
+// device row) to the float64 tolerance; Dense is refused past
+// MaxDenseUnknowns before n² floats are copied.
 func TestGMRESPastOneDeviceRow(t *testing.T) {
 	sizes := [][2]int{{128, 129}}
 	if !testing.Short() {
@@ -386,9 +383,9 @@ func TestGMRESPastOneDeviceRow(t *testing.T) {
 		require.LessOrEqual(t, math.Sqrt(num/den), gmresTol, "%d×%d", nx, ny)
 		t.Logf("conv–diffusion %d×%d (%d unknowns): %d steps, residual %.2g", nx, ny, nx*ny, res.Iterations, res.Residual)
 	}
-	_, err := Dense(identityMatrix(MaxUnknowns + 1)) // refused before n² floats are copied
+	_, err := Dense(identityMatrix(MaxDenseUnknowns + 1)) // refused before n² floats are copied
 	require.ErrorIs(t, err, ErrUnsupported)
-	require.Contains(t, err.Error(), "16385 unknowns; at most 16384 unknowns on this target")
+	require.Contains(t, err.Error(), "65537 unknowns; a Dense operator may have at most 65536")
 }
 
 // identityMatrix is the n×n identity as a mat.Matrix without storage.

@@ -46,8 +46,9 @@ func Dense(a mat.Matrix) (Operator, error) {
 	if r != c || r == 0 {
 		return nil, fmt.Errorf("krylov: matrix is %d×%d, want square and non-empty: %w", r, c, ErrShape)
 	}
-	if err := checkUnknowns("matrix", float64(r)); err != nil {
-		return nil, err
+	if r > MaxDenseUnknowns {
+		return nil, fmt.Errorf("krylov: the matrix has %d unknowns; a Dense operator may have at most %d (the engine's channel limit: its product is a 1×1 conv with one output channel per row), which is already %d GiB of fp16 weights: %w",
+			r, MaxDenseUnknowns, MaxDenseUnknowns*MaxDenseUnknowns*2>>30, ErrUnsupported)
 	}
 	d := &denseOp{n: r, a: make([]float64, r*r), id: nextID()}
 	for i := range r {
@@ -68,12 +69,43 @@ func Dense(a mat.Matrix) (Operator, error) {
 	return d, nil
 }
 
-// MaxUnknowns is the largest n of a Dense operator, and of any operator
-// that is neither a Stencil2D nor a GridOperator: their vectors live in
-// one device row, and a row holds 16384 fp16 values (32 KiB) on the
-// simulator and the M1–M3 engines. A Dense matrix of that size is already
-// 512 MiB of fp16 weights. Grids go further (MaxGridWidth, MaxGridHeight).
+// MaxUnknowns is the largest n of an operator that is neither Dense nor a
+// GridOperator (Stencil2D included): its vectors live in one device row,
+// and a row holds 16384 fp16 values (32 KiB) on the simulator and the
+// M1–M3 engines. Grids go further (MaxGridWidth, MaxGridHeight), and so
+// does Dense (MaxDenseUnknowns).
 const MaxUnknowns = 16384
+
+// MaxDenseUnknowns is the largest n of a Dense operator. Up to MaxUnknowns
+// its device vectors are one row, [1, n]; past it they are channel blocks,
+// [1, n/w, 1, w] with w the largest divisor of n not above MaxUnknowns,
+// and the product is a sum of 1×1 convs over bands of at most MaxUnknowns
+// input channels (the engine's contraction limit), each with one output
+// channel per row of A, hence the engine's channel limit of 65536. The
+// fp16 weights are 2·n² bytes: 512 MiB at 16384, 8 GiB at 65536. CG in
+// FP16 mode and GMRES with its polynomial preconditioner (n > 1024) use
+// the blocked layout; Compensated mode keeps the row limit.
+const MaxDenseUnknowns = 65536
+
+// denseRowLimit is MaxUnknowns, the length past which a Dense operator's
+// vectors are channel blocks and its product is split into bands; the
+// package's tests lower it to exercise the blocked layout at small n.
+var denseRowLimit = MaxUnknowns
+
+// denseShape is the device shape of a Dense operator's vectors: [1, n], or
+// past denseRowLimit the channel blocks [1, n/w, 1, w] with w the largest
+// divisor of n not above denseRowLimit (for a prime n, w = 1: one value
+// per channel).
+func denseShape(n int) dataflow.Shape {
+	if n <= denseRowLimit {
+		return dataflow.Shape{1, n}
+	}
+	w := denseRowLimit
+	for n%w != 0 {
+		w--
+	}
+	return dataflow.Shape{1, n / w, 1, w}
+}
 
 // GridOperator is an Operator whose unknowns are the points of an nx×ny
 // grid, point (x, y) at vector index y·nx + x, as for Stencil2D. The
@@ -98,6 +130,9 @@ type GridOperator interface {
 // built.
 func deviceShape(solver string, a Operator) (dataflow.Shape, error) {
 	n := a.Dims()
+	if d, ok := a.(*denseOp); ok {
+		return denseShape(d.n), nil
+	}
 	ga, ok := a.(GridOperator)
 	if !ok {
 		if err := checkUnknowns(fmt.Sprintf("%s operator (%T)", solver, a), float64(n)); err != nil {
@@ -180,11 +215,16 @@ func (d *denseOp) Diagonal() []float64 {
 // its entries stay in fp16's normal range (the lowering flushes only
 // entries below 2⁻¹³ of the largest), the products a_ij·x_j stay clear of
 // subnormals, and the matmul's output, at most max|a|·‖x‖₁ ≤ ‖x‖₁, stays
-// below 2¹³ for the solvers' vectors (‖x‖₂ ≤ √n/2, so ‖x‖₁ ≤ n/2).
+// below 2¹³ for the solvers' vectors (‖x‖₂ ≤ √n/2, so ‖x‖₁ ≤ n/2). x is
+// a row [1, n], or past MaxUnknowns the channel blocks of
+// MaxDenseUnknowns, and y has x's shape.
 func (d *denseOp) DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) dataflow.Value {
 	k := 0
 	if peak := d.maxAbs(); peak > 0 {
 		k = max(0, pow2Exp(math.Ldexp(peak, scale)))
+	}
+	if x.Shape().Equal(denseShape(d.n)) && len(x.Shape()) == 4 {
+		return d.blockedApply(g, x, scale, k)
 	}
 	name := weightName("A", d.id, scale)
 	w, ok := g.Lookup(name)
@@ -197,6 +237,43 @@ func (d *denseOp) DeviceApply(g *dataflow.Graph, x dataflow.Value, scale int) da
 	}
 	// y = x·Aᵀ for the row vector x: y_i = Σ_j A_ij x_j.
 	return scalePow2(g, g.MatMul(x, w, false, true), -k)
+}
+
+// blockedApply is DeviceApply for channel blocks x of shape [1, c, 1, w]:
+// the vector as channels, [1, n, 1, 1], and y = Σ_b A[:, band b]·x_b over
+// bands of at most denseRowLimit channels, each a 1×1 conv with weights
+// [n, band, 1, 1] (2^(scale+k)·A's columns), so that no contraction passes
+// the engine's limit. Each partial sum is bounded as the whole product is
+// (by max|a|·‖x‖₁), and so is every running sum of them.
+func (d *denseOp) blockedApply(g *dataflow.Graph, x dataflow.Value, scale, k int) dataflow.Value {
+	n := d.n
+	xc := g.Reshape(x, dataflow.Shape{1, n, 1, 1})
+	var y dataflow.Value
+	for lo := 0; lo < n; lo += denseRowLimit {
+		hi := min(n, lo+denseRowLimit)
+		name := weightName(fmt.Sprintf("A%d_", lo), d.id, scale)
+		w, ok := g.Lookup(name)
+		if !ok {
+			data := make([]float64, n*(hi-lo))
+			for i := range n {
+				for j := lo; j < hi; j++ {
+					data[i*(hi-lo)+j-lo] = math.Ldexp(d.a[i*n+j], scale+k)
+				}
+			}
+			w = g.Const(name, dataflow.Shape{n, hi - lo, 1, 1}, data)
+		}
+		xb := xc
+		if lo > 0 || hi < n {
+			xb = g.Slice(xc, []int{0, lo, 0, 0}, []int{1, hi - lo, 1, 1})
+		}
+		p := g.Conv2D(xb, w, dataflow.Conv2DOptions{})
+		if y.Valid() {
+			y = g.Add(y, p)
+		} else {
+			y = p
+		}
+	}
+	return scalePow2(g, g.Reshape(y, x.Shape()), -k)
 }
 
 // maxAbs is the largest |a_ij|.
