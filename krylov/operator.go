@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/anemone-go/anemone/dataflow"
@@ -190,15 +192,10 @@ type denseOp struct {
 func (d *denseOp) Dims() int        { return d.n }
 func (d *denseOp) NormInf() float64 { return d.norm }
 
+// MulVecTo is gonum's BLAS matrix–vector product (its assembly dot
+// kernels), the host's float64 share of every dispatch.
 func (d *denseOp) MulVecTo(dst, x []float64) {
-	for i := range d.n {
-		s := 0.0
-		row := d.a[i*d.n : (i+1)*d.n]
-		for j, v := range row {
-			s += v * x[j]
-		}
-		dst[i] = s
-	}
+	blas64.Implementation().Dgemv(blas.NoTrans, d.n, d.n, 1, d.a, d.n, x, 1, 0, dst, 1)
 }
 
 func (d *denseOp) Diagonal() []float64 {
