@@ -27,6 +27,33 @@ type emitter struct {
 	vars  []string // MIL variable holding each node's value
 	used  map[string]bool
 	seq   int
+	// direct names the node of a lone output already in its surface's
+	// layout: its op is emitted under the output's name and writes the
+	// surface itself, with no identity reshape.
+	direct map[int]string
+}
+
+// planDirect fills direct: for each surface holding one output, of a
+// compute node that is no other output, whose shape is the band's
+// unpadded rows [1, C, 1, S].
+func (e *emitter) planDirect(g *dataflow.Graph, prog *Program) {
+	outs := g.Outputs()
+	count := map[int]int{}
+	for _, o := range outs {
+		count[o.Node]++
+	}
+	e.direct = map[int]string{}
+	for si := range prog.OutputSurfaces {
+		idx := onSurface(prog.Outputs, si)
+		if len(idx) != 1 {
+			continue
+		}
+		o, spec := outs[idx[0]], prog.Outputs[idx[0]]
+		if count[o.Node] == 1 && spec.Stride() == spec.RowLen() &&
+			dataflow.Shape(e.nodes[o.Node].Shape).Equal(dataflow.Shape{1, spec.Rows(), 1, spec.RowLen()}) {
+			e.direct[o.Node] = o.Name
+		}
+	}
 }
 
 func (e *emitter) fresh(base string) string {
@@ -230,8 +257,8 @@ func (e *emitter) reshape(x, out string, shape dataflow.Shape) string {
 func (e *emitter) band(v string, shape dataflow.Shape, spec IOSpec, out string) string {
 	c, rowLen, stride := spec.Rows(), spec.RowLen(), spec.Stride()
 	if stride == rowLen {
-		if shape.Equal(dataflow.Shape{1, c, 1, rowLen}) && e.rename(v, out) {
-			return out // already the band's layout: no identity reshape
+		if v == out {
+			return out // computed in the band's layout under its name (see direct)
 		}
 		return e.reshape(v, out, dataflow.Shape{1, c, 1, rowLen})
 	}
@@ -243,60 +270,6 @@ func (e *emitter) band(v string, shape dataflow.Shape, spec IOSpec, out string) 
 		arg("mode", ref(e.constant(out+"_pad_mode", mil.String("constant")))),
 		arg("pad", ref(e.constant(out+"_pad", mil.Int32s(0, 0, 0, 0, 0, 0, 0, stride-rowLen)))),
 		arg("x", ref(v)))
-}
-
-// rename gives the variable v, the output of a compute op, the name out
-// in that op and in every later reference, and reports whether it did. It
-// does nothing for a function input, a constant or a variable already
-// returned (a value output twice keeps its first name, and the second
-// output is an identity reshape of it).
-func (e *emitter) rename(v, out string) bool {
-	for _, o := range e.fn.Outputs {
-		if o == v {
-			return false
-		}
-	}
-	def := -1
-	for i, op := range e.fn.Ops {
-		if len(op.Outputs) == 1 && op.Outputs[0].Name == v && op.Kind != "const" {
-			def = i
-			break
-		}
-	}
-	if def < 0 {
-		return false
-	}
-	var sub func(x mil.Expr)
-	sub = func(x mil.Expr) {
-		switch x := x.(type) {
-		case *mil.Ref:
-			if x.Name == v {
-				x.Name = out
-			}
-		case *mil.Tuple:
-			for _, el := range x.Elems {
-				sub(el)
-			}
-		}
-	}
-	op := e.fn.Ops[def]
-	op.Outputs[0].Name = out
-	for i, a := range op.Attrs {
-		if a.Name == "name" {
-			op.Attrs[i].Value = mil.String(out)
-		}
-	}
-	for _, later := range e.fn.Ops[def+1:] {
-		for _, a := range later.Args {
-			sub(a.Value)
-		}
-	}
-	for i, name := range e.vars {
-		if name == v {
-			e.vars[i] = out
-		}
-	}
-	return true
 }
 
 // emitOutputs writes the output surfaces: a lone output is its surface,
@@ -369,9 +342,13 @@ func (e *emitter) emitOp(n *dataflow.Node) error {
 	case Decomposed:
 		return fmt.Errorf("lower: node %d: op %q should have been rewritten by pass %s: %w", n.ID, n.Op, c.Via, ErrUnsupported)
 	}
-	out := e.fresh(fmt.Sprintf("v%d", n.ID))
-	if n.Name != "" && n.Op != dataflow.OpInput && n.Op != dataflow.OpConst {
+	out, ok := e.direct[n.ID] // reserved with the outputs' names
+	switch {
+	case ok:
+	case n.Name != "" && n.Op != dataflow.OpInput && n.Op != dataflow.OpConst:
 		out = e.fresh(n.Name)
+	default:
+		out = e.fresh(fmt.Sprintf("v%d", n.ID))
 	}
 	in := func(i int) mil.Expr { return ref(e.vars[n.Inputs[i]]) }
 	a := n.Attrs

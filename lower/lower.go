@@ -183,6 +183,7 @@ func emit(g *dataflow.Graph, t Target) (*Program, error) {
 		return nil, err
 	}
 	e.declareInputs(prog)
+	e.planDirect(g, prog)
 	inputIdx := 0
 	for _, n := range nodes {
 		var err error
