@@ -33,9 +33,10 @@ const MaxSpectralSide = 1024
 // polynomial's 27·n·Unroll: more per dispatch on large grids, far less
 // per solve. The device bytes per unknown per dispatch are
 // 30 + 4·(nx/ny + ny/nx) by lower.Estimate (the last term the sine
-// matrices), 38 on a square grid, against the polynomial's 12·Unroll. Both sides must be at most MaxSpectralSide (ErrUnsupported);
-// another operator, a stencil without the symmetry or one that is not
-// positive definite is refused (ErrInput, ErrNotSPD).
+// matrices), 38 on a square grid, against the polynomial's 12·Unroll.
+// Both sides must be at most MaxSpectralSide (ErrUnsupported); another
+// operator, a stencil without the symmetry or one that is not positive
+// definite is refused (ErrInput, ErrNotSPD).
 func FastDiagonalization(a Operator) (Preconditioner, error) {
 	st, ok := a.(*stencilOp)
 	if !ok {
