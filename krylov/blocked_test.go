@@ -43,8 +43,9 @@ func TestDenseShape(t *testing.T) {
 // product matches float64 within its fp16 bound; CG reaches
 // 1e-10 against gonum's solve, in the dispatches of the one-row layout
 // within one (the two sum the same products in other orders), every conv
-// of the program contracts at most 64 channels, and the noise device
-// fails. Compensated mode is refused past the row limit.
+// of the program contracts at most 64 channels, the noise device fails,
+// the host share stays below a quarter, and the identity solves to x = b.
+// Compensated mode is refused past the row limit.
 func TestCGDenseChannelBlocks(t *testing.T) {
 	const n = 300
 	rng := rand.New(rand.NewPCG(300, 7))
@@ -117,6 +118,21 @@ func TestCGDenseChannelBlocks(t *testing.T) {
 	abl, err := CG(op, b, &Settings{Device: newNoiseDevice(t), MaxDispatches: 2 * res.Dispatches})
 	require.ErrorIs(t, err, ErrNotConverged, "device noise must make the blocked solve fail")
 	require.Greater(t, abl.Residual, 100*DefaultTol)
+	share := bestHostShare(t, func() (Result, error) { return CG(op, b, &Settings{Device: dev}) })
+	t.Logf("host share %.3f", share)
+	require.Less(t, share, 0.25)
+
+	// The identity in blocks [1, 5, 1, 26]: x = b. Each dispatch gains
+	// about the polynomial's rounding, 3·k·u ≈ 1/40 at k = 16 (see
+	// TestChebyshevDeviceMatchesHost), so 1e-10 takes about 7, as in the
+	// one-row layout.
+	eye := denseOf(t, mat.NewDiagDense(130, ones(130)))
+	require.Equal(t, []int{1, 5, 1, 26}, []int(denseShape(130)))
+	be := randVec(130, 6)
+	res, err = CG(eye, be, &Settings{Device: dev})
+	require.NoError(t, err)
+	require.LessOrEqual(t, res.Dispatches, 8)
+	require.InDeltaSlice(t, be, res.X, 2*DefaultTol*norm2(be))
 
 	_, err = CG(op, b, &Settings{Device: dev, Precision: precision.Compensated})
 	require.ErrorIs(t, err, ErrUnsupported)
@@ -175,7 +191,8 @@ func TestCGDensePastOneRow(t *testing.T) {
 // 1100 unknowns (past Newton–Schulz's size, so its preconditioner is the
 // device polynomial) in channel blocks [1, 20, 1, 55] with the row limit
 // lowered to 64, to 1e-10, in both modes (past Newton–Schulz's size
-// Compensated GMRES runs the same fp16 polynomial).
+// Compensated GMRES runs the same fp16 polynomial), with a host share
+// below a quarter, and the noise device fails.
 func TestGMRESDenseChannelBlocks(t *testing.T) {
 	const n = 1100
 	rng := rand.New(rand.NewPCG(1100, 2))
@@ -195,7 +212,34 @@ func TestGMRESDenseChannelBlocks(t *testing.T) {
 	require.NoError(t, err)
 	require.LessOrEqual(t, reference.RelResidual(hostOp{op}, res.X, b), DefaultTol)
 	t.Logf("GMRES on channel blocks: %d dispatches, residual %.2g", res.Dispatches, res.Residual)
+	share := bestHostShare(t, func() (Result, error) { return GMRES(op, b, &Settings{Device: dev}) })
+	t.Logf("host share %.3f", share)
+	require.Less(t, share, 0.25)
+	noisy := &gmresNoiseDevice{Device: dev, rng: rand.New(rand.NewPCG(3, 4))}
+	abl, err := GMRES(op, b, &Settings{Device: noisy})
+	require.ErrorIs(t, err, ErrNotConverged, "device noise must make the blocked solve fail")
+	require.Greater(t, abl.Residual, 1e3*gmresTol)
 	res, err = GMRES(op, b, &Settings{Device: dev, Precision: precision.Compensated})
 	require.NoError(t, err)
 	require.LessOrEqual(t, reference.RelResidual(hostOp{op}, res.X, b), DefaultTol)
+}
+
+// bestHostShare is the least host/device time ratio of three solves, so
+// that a loaded machine cannot make a host-share check fail by chance.
+func bestHostShare(t *testing.T, solve func() (Result, error)) float64 {
+	best := math.Inf(1)
+	for range 3 {
+		res, err := solve()
+		require.NoError(t, err)
+		best = math.Min(best, float64(res.Host)/float64(res.Device))
+	}
+	return best
+}
+
+func ones(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
 }
