@@ -54,8 +54,10 @@
 //   - Every device value is kept inside fp16's comfortable range by
 //     construction: the operator is scaled by a power of two
 //     (‖2^σ·A‖∞ < 1) and, for a badly scaled dense matrix, by power-of-two
-//     diagonals; CG's input residual is scaled to ‖r‖₂ ≤ 2¹², and each of
-//     its polynomial's channels is divided by a power of two chosen from
+//     diagonals; CG's input residual is scaled to ‖r‖₂ ≤ 2¹² (by 2^−shift
+//     more for FastDiagonalization, whose inverse eigenvalues the device
+//     multiplies by 2^shift to keep them normal), and each of its
+//     polynomial's channels is divided by a power of two chosen from
 //     the polynomial's maximum on [0, λ_hi], computed on the host, so that
 //     it stays below 2¹³ and every conv and matmul output below 2¹⁴ (half
 //     the engine's cliff); b is scaled by a power of two on the host when
