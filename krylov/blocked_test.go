@@ -185,6 +185,12 @@ func TestCGDensePastOneRow(t *testing.T) {
 		float64(res.DeviceBytes)/float64(n)/float64(res.Iterations), float64(ms.HeapSys)/1e9, ref.Iterations, refTime, op.NormInf())
 	require.LessOrEqual(t, relres, 1e-10)
 	require.False(t, math.IsNaN(relres))
+	// The device's work is the weights, 2·n bytes per unknown per product,
+	// plus a few vector passes; the host's, two float64 products per
+	// dispatch against the device's sixteen.
+	perIter := float64(res.DeviceBytes) / float64(n) / float64(res.Iterations)
+	require.InDelta(t, 2*n, perIter, 200, "device bytes per unknown per iteration")
+	require.Less(t, res.Host.Seconds()/res.Device.Seconds(), 0.25, "host share")
 }
 
 // TestGMRESDenseChannelBlocks: GMRES on a dense nonsymmetric matrix of
