@@ -230,18 +230,6 @@ func TestGMRESDenseChannelBlocks(t *testing.T) {
 	require.LessOrEqual(t, reference.RelResidual(hostOp{op}, res.X, b), DefaultTol)
 }
 
-// bestHostShare is the least host/device time ratio of three solves, so
-// that a loaded machine cannot make a host-share check fail by chance.
-func bestHostShare(t *testing.T, solve func() (Result, error)) float64 {
-	best := math.Inf(1)
-	for range 3 {
-		res, err := solve()
-		require.NoError(t, err)
-		best = math.Min(best, float64(res.Host)/float64(res.Device))
-	}
-	return best
-}
-
 func ones(n int) []float64 {
 	v := make([]float64, n)
 	for i := range v {
