@@ -27,13 +27,25 @@ const normBlock = 8
 // and Van Loan, Matrix Computations, 4th ed., §8.2.4 and §8.3.7). The block
 // makes the rate (σ_{p+1}/σ_1)² per step instead of (σ_2/σ_1)².
 //
+// The iteration runs on 2⁻ᵉ·A, where 2ᵉ is the power of two just above
+// the largest |a_ij| (found on the host), so every entry is at most 1 in
+// magnitude, and the result is scaled back by 2ᵉ. Both scalings are exact
+// (an entry that falls below float64's subnormal range in 2⁻ᵉ·A is smaller
+// than 2⁻¹⁰⁷⁴·‖A‖_max and cannot move σ_max by a relative 1e-10), so the
+// accuracy is the same at every scale, from subnormal entries to 1e308:
+// neither the Gram matrix WᵀW of the Rayleigh–Ritz step nor the device's
+// fp16 scaling sees the magnitude of A.
+//
 // It stops when the Ritz value changes by less than Tol relative (default
 // DefaultNormTol = 1e-13) between two steps; MaxDispatches reached first is
 // ErrNotConverged with the best value. On the simulator the result is
-// within 1e-10 relative of gonum's SVD under both numerics models
-// (TestNorm2; the narrow device's 3-bit compensated products carry the
-// same 30 bits). A zero matrix gives 0.
-// Errors: ErrShape (nil or empty), ErrRange (NaN or ±Inf).
+// within 1e-10 relative of gonum's SVD under both numerics models (the
+// narrow device's 3-bit compensated products carry the same 30 bits). A
+// zero matrix gives 0.
+// Errors: ErrShape (nil or empty), ErrRange (NaN or ±Inf in A; ‖A‖₂ above
+// math.MaxFloat64; or ‖A‖₂ below 2⁻¹⁰⁷⁴·1e10 ≈ 4.9e-314, deep in the
+// subnormal range where float64's own spacing is coarser than 1e-10
+// relative — scale A by a power of two first and scale the result back).
 func Norm2(a mat.Matrix, s *Settings) (float64, error) {
 	const fn = "Norm2"
 	cfg, err := resolve(fn, s)
@@ -44,9 +56,62 @@ func Norm2(a mat.Matrix, s *Settings) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if mat.Norm(a, math.Inf(1)) == 0 {
+	u, e := scaleToUnit(a)
+	if u == nil {
 		return 0, nil
 	}
+	su, err := norm2Unit(fn, cfg, u, n)
+	// The Ritz values were of 2⁻ᵉ·A; the caller's are 2ᵉ times larger.
+	for i, h := range cfg.stats.History {
+		cfg.stats.History[i] = math.Ldexp(h, e)
+	}
+	sigma := math.Ldexp(su, e)
+	if err != nil {
+		return sigma, err
+	}
+	if math.IsInf(sigma, 0) {
+		return sigma, fmt.Errorf("linalg: Norm2: ‖A‖₂ = %.17g·2^%d exceeds math.MaxFloat64; scale A down (by a power of two, exactly) and scale the result back: %w",
+			su, e, ErrRange)
+	}
+	if sigma < minNorm2 {
+		return sigma, fmt.Errorf("linalg: Norm2: ‖A‖₂ = %.17g·2^%d ≈ %.3g is below %.3g, where float64's subnormal spacing 2^-1074 exceeds 1e-10 relative; scale A up (by a power of two, exactly) and scale the result back: %w",
+			su, e, sigma, minNorm2, ErrRange)
+	}
+	return sigma, nil
+}
+
+// minNorm2 is the smallest spectral norm Norm2 returns: below it the
+// float64 spacing 2⁻¹⁰⁷⁴ of subnormals is more than 1e-10 relative.
+const minNorm2 = 0x1p-1074 * 1e10
+
+// scaleToUnit returns 2⁻ᵉ·a as a dense copy and e, where 2ᵉ is the
+// smallest power of two above max |a_ij|, so the copy's largest entry is in
+// [1/2, 1). A zero matrix gives nil. Multiplying by a power of two is exact
+// except for entries that underflow, which are below 2⁻¹⁰⁷⁴·‖a‖_max.
+func scaleToUnit(a mat.Matrix) (*mat.Dense, int) {
+	m, n := a.Dims()
+	amax := 0.0
+	for i := range m {
+		for j := range n {
+			amax = math.Max(amax, math.Abs(a.At(i, j)))
+		}
+	}
+	if amax == 0 {
+		return nil, 0
+	}
+	_, e := math.Frexp(amax)
+	d := mat.NewDense(m, n, nil)
+	for i := range m {
+		for j := range n {
+			d.Set(i, j, math.Ldexp(a.At(i, j), -e))
+		}
+	}
+	return d, e
+}
+
+// norm2Unit is Norm2's subspace iteration on a matrix whose largest entry
+// is in [1/2, 1).
+func norm2Unit(fn string, cfg *config, a *mat.Dense, n int) (float64, error) {
 	tol := cfg.tol
 	if tol == 0 {
 		tol = DefaultNormTol
@@ -128,13 +193,17 @@ func Norm2(a mat.Matrix, s *Settings) (float64, error) {
 }
 
 // orthonormalize replaces the columns of v by an orthonormal basis of
-// their span (modified Gram–Schmidt, twice). A column that vanishes is
-// replaced by a unit vector orthogonal to the others where possible.
+// their span (modified Gram–Schmidt, twice). A column that vanishes (its
+// norm falls below 1e-10 of what it was: it lies in the span of the
+// columns before it to working precision) is replaced by a unit vector
+// e_k orthogonalized against the columns before it, the first k from j on
+// whose remainder has norm at least 1/2 (one exists when n ≥ 2j, since the
+// remainders' squared norms sum to n − j; otherwise the largest found), so
+// the block stays orthonormal even when A has rank below the block size.
 func orthonormalize(v *mat.Dense) {
 	n, p := v.Dims()
 	col := make([]float64, n)
-	for j := range p {
-		mat.Col(col, j, v)
+	project := func(j int) float64 {
 		for pass := 0; pass < 2; pass++ {
 			for i := range j {
 				c := 0.0
@@ -146,11 +215,28 @@ func orthonormalize(v *mat.Dense) {
 				}
 			}
 		}
-		nr := math.Sqrt(floats.Dot(col, col))
-		if nr == 0 || math.IsNaN(nr) {
+		return math.Sqrt(floats.Dot(col, col))
+	}
+	for j := range p {
+		mat.Col(col, j, v)
+		n0 := math.Sqrt(floats.Dot(col, col))
+		nr := project(j)
+		if !(nr > 1e-10*n0) || n0 == 0 {
+			bestK, bestNr := j%n, -1.0
+			for t := range n {
+				k := (j + t) % n
+				clear(col)
+				col[k] = 1
+				if nr = project(j); nr > bestNr {
+					bestK, bestNr = k, nr
+				}
+				if nr >= 0.5 {
+					break
+				}
+			}
 			clear(col)
-			col[j%n] = 1
-			nr = 1
+			col[bestK] = 1
+			nr = project(j)
 		}
 		for r := range n {
 			v.Set(r, j, col[r]/nr)
