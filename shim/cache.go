@@ -1,58 +1,45 @@
 package shim
 
 import (
-	"container/list"
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 )
 
-// DefaultBudget is the number of programs a Cache keeps compiled at once.
-// The ANE holds about 119–128 loaded programs per process (docs/ENGINE.md §3);
-// the default leaves room for programs compiled outside the cache.
-const DefaultBudget = 100
-
 // Cache wraps a backend device: it checks inputs and outputs uniformly for
-// every backend, keeps compiled programs keyed by their content hash, evicts
-// the least recently used past a budget (recompiling transparently if an
-// evicted program runs again), and serializes runs, as the engine does.
-// Open returns a Cache.
+// every backend, keeps every compiled program keyed by its content hash
+// until the device is closed, and serializes runs, as the engine does.
+// It never evicts and never recompiles: a program is compiled once per
+// device, and the backend's compile budget (DefaultCompileBudget) is what
+// bounds how many a device holds. Open returns a Cache.
 type Cache struct {
-	dev    Device
-	budget int
+	dev Device
 
 	mu      sync.Mutex // guards the fields below
-	entries map[string]*list.Element
-	lru     *list.List // of *cacheEntry, most recent first
+	entries map[string]Executable
 	stats   CacheStats
 	closed  bool
 
 	runMu sync.Mutex // one program runs at a time
 }
 
-type cacheEntry struct {
-	hash string
-	exe  Executable
-}
-
 // CacheStats counts what a Cache did.
 type CacheStats struct {
-	Compiles  int // programs compiled on the backend
-	Hits      int // Compile calls answered from the cache
-	Evictions int // programs closed to stay within the budget
-	Runs      int // dispatches
+	Compiles int // programs compiled on the backend
+	Hits     int // Compile calls answered from the cache
+	Runs     int // dispatches
+	// ModeledCompile is the modeled compile and load time of the programs
+	// compiled (lower.EstimateCompile).
+	ModeledCompile time.Duration
 }
 
-// NewCache wraps dev with a cache of at most budget compiled programs
-// (DefaultBudget if budget ≤ 0).
-func NewCache(dev Device, budget int) *Cache {
-	if budget <= 0 {
-		budget = DefaultBudget
-	}
-	return &Cache{dev: dev, budget: budget, entries: map[string]*list.Element{}, lru: list.New()}
+// NewCache wraps dev.
+func NewCache(dev Device) *Cache {
+	return &Cache{dev: dev, entries: map[string]Executable{}}
 }
 
 // Backend returns the wrapped device.
@@ -71,53 +58,53 @@ func (c *Cache) Stats() CacheStats {
 // Compile returns an executable for p, compiling it only if no program with
 // the same hash is cached.
 func (c *Cache) Compile(p *lower.Program) (Executable, error) {
-	if p == nil {
-		return nil, fmt.Errorf("shim: nil program: %w", ErrShape)
-	}
-	if _, err := c.executable(p); err != nil {
-		return nil, err
-	}
-	return &cachedExecutable{c: c, p: p}, nil
+	exe, _, err := c.compile(p)
+	return exe, err
 }
 
-// executable returns the live backend executable for p, compiling it if
+// compile is Compile, reporting whether p was compiled now.
+func (c *Cache) compile(p *lower.Program) (Executable, CompileReport, error) {
+	if p == nil {
+		return nil, CompileReport{}, fmt.Errorf("shim: nil program: %w", ErrShape)
+	}
+	exe, rep, err := c.executable(p)
+	if err != nil {
+		return nil, rep, err
+	}
+	return &cachedExecutable{c: c, p: p, exe: exe}, rep, nil
+}
+
+// executable returns the backend executable for p, compiling it if
 // needed. Safe for concurrent use.
-func (c *Cache) executable(p *lower.Program) (Executable, error) {
+func (c *Cache) executable(p *lower.Program) (Executable, CompileReport, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("shim: device %s: %w", c.dev.Info().Name, ErrClosed)
+		return nil, CompileReport{}, fmt.Errorf("shim: device %s: %w", c.dev.Info().Name, ErrClosed)
 	}
-	if el, ok := c.entries[p.Hash]; ok {
-		c.lru.MoveToFront(el)
+	if exe, ok := c.entries[p.Hash]; ok {
 		c.stats.Hits++
-		exe := el.Value.(*cacheEntry).exe
 		c.mu.Unlock()
-		return exe, nil
+		return exe, CompileReport{}, nil
 	}
 	c.mu.Unlock()
 
 	// Compile outside the lock: it can take long on the engine.
 	exe, err := c.dev.Compile(p)
 	if err != nil {
-		return nil, err
+		return nil, CompileReport{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[p.Hash]; ok { // compiled concurrently: keep the first
+	if old, ok := c.entries[p.Hash]; ok { // compiled concurrently: keep the first
 		_ = exe.Close()
-		c.lru.MoveToFront(el)
-		return el.Value.(*cacheEntry).exe, nil
+		return old, CompileReport{}, nil
 	}
+	rep := CompileReport{Fresh: true, Modeled: lower.EstimateCompile(p)}
 	c.stats.Compiles++
-	c.entries[p.Hash] = c.lru.PushFront(&cacheEntry{hash: p.Hash, exe: exe})
-	for c.lru.Len() > c.budget {
-		old := c.lru.Remove(c.lru.Back()).(*cacheEntry)
-		delete(c.entries, old.hash)
-		c.stats.Evictions++
-		_ = old.exe.Close()
-	}
-	return exe, nil
+	c.stats.ModeledCompile += rep.Modeled
+	c.entries[p.Hash] = exe
+	return exe, rep, nil
 }
 
 // Close closes every cached program and the backend.
@@ -131,12 +118,12 @@ func (c *Cache) Close() error {
 	}
 	c.closed = true
 	var first error
-	for el := c.lru.Front(); el != nil; el = el.Next() {
-		if err := el.Value.(*cacheEntry).exe.Close(); err != nil && first == nil {
+	for _, exe := range c.entries {
+		if err := exe.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
-	c.entries, c.lru = nil, list.New()
+	c.entries = nil
 	if err := c.dev.Close(); err != nil && first == nil {
 		first = err
 	}
@@ -146,6 +133,7 @@ func (c *Cache) Close() error {
 type cachedExecutable struct {
 	c      *Cache
 	p      *lower.Program
+	exe    Executable // the backend's, owned by the cache
 	mu     sync.Mutex
 	closed bool
 }
@@ -160,30 +148,49 @@ func (e *cachedExecutable) Close() error {
 	return nil
 }
 
-func (e *cachedExecutable) Run(inputs [][]float32) ([][]float32, error) {
+// begin checks that the handle and its device are open and counts a run.
+func (e *cachedExecutable) begin() error {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("shim: run of a closed executable: %w", ErrClosed)
+		return fmt.Errorf("shim: run of a closed executable: %w", ErrClosed)
 	}
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	if e.c.closed {
+		return fmt.Errorf("shim: device %s: %w", e.c.dev.Info().Name, ErrClosed)
+	}
+	e.c.stats.Runs++
+	return nil
+}
+
+func (e *cachedExecutable) Run(inputs [][]float32) ([][]float32, error) {
 	if err := CheckInputs(e.p, inputs); err != nil {
 		return nil, err
 	}
 	e.c.runMu.Lock()
 	defer e.c.runMu.Unlock()
-	exe, err := e.c.executable(e.p)
-	if err != nil {
+	if err := e.begin(); err != nil {
 		return nil, err
 	}
-	e.c.mu.Lock()
-	e.c.stats.Runs++
-	e.c.mu.Unlock()
-	out, err := exe.Run(inputs)
+	out, err := e.exe.Run(inputs)
 	if err != nil {
 		return out, err
 	}
 	return out, CheckOutputs(e.p, out)
+}
+
+// RunHalf runs the backend on packed fp16 surfaces (see HalfRunner): no
+// conversion and no range check here; the Session that calls it checks
+// what the host reads.
+func (e *cachedExecutable) RunHalf(in, out [][]uint16) error {
+	e.c.runMu.Lock()
+	defer e.c.runMu.Unlock()
+	if err := e.begin(); err != nil {
+		return err
+	}
+	return RunHalf(e.exe, in, out)
 }
 
 // CheckInputs verifies the count and lengths of inputs against p's signature

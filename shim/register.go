@@ -60,7 +60,7 @@ func Open(name string) (Device, error) {
 	if name == "" {
 		if o, ok := lookup("ane"); ok {
 			if d, err := o(); err == nil {
-				return NewCache(d, 0), nil
+				return NewCache(d), nil
 			}
 		}
 		name = "sim"
@@ -73,7 +73,7 @@ func Open(name string) (Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shim: opening %q: %w", name, err)
 	}
-	return NewCache(d, 0), nil
+	return NewCache(d), nil
 }
 
 // Default opens the default device: Open("").

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,28 +53,55 @@ func TestOpen(t *testing.T) {
 	require.Contains(t, err.Error(), "sim")
 }
 
-func TestCacheHitsAndEviction(t *testing.T) {
-	d, err := shim.Open("sim")
-	require.NoError(t, err)
-	c := shim.NewCache(d.(*shim.Cache).Backend(), 2)
-	defer c.Close()
-	build := func(k float64) shim.Executable {
-		e, err := shim.Build(c, scaleGraph(k))
+func TestCacheCompilesOnce(t *testing.T) {
+	c := open(t, "sim")
+	build := func(k float64) (shim.Executable, shim.CompileReport) {
+		p, err := lower.Lower(scaleGraph(k), c.Info().Target)
 		require.NoError(t, err)
-		return e
+		e, rep, err := shim.CompileReported(c, p)
+		require.NoError(t, err)
+		return e, rep
 	}
-	e1 := build(1)
-	build(1)
-	require.Equal(t, shim.CacheStats{Compiles: 1, Hits: 1}, c.Stats())
-	build(2)
-	build(3) // evicts program 1
-	require.Equal(t, 3, c.Stats().Compiles)
-	require.Equal(t, 1, c.Stats().Evictions)
-	// The evicted program still runs: it is compiled again, transparently.
+	e1, rep := build(1)
+	require.True(t, rep.Fresh)
+	require.Greater(t, rep.Modeled, time.Duration(0), "a fresh compile has a modeled cost")
+	_, rep = build(1)
+	require.False(t, rep.Fresh)
+	require.Zero(t, rep.Modeled, "a cache hit costs no compile")
+	for k := 2; k <= 40; k++ {
+		build(float64(k))
+	}
+	st := c.Stats()
+	require.Equal(t, 40, st.Compiles)
+	require.Equal(t, 1, st.Hits)
+	// Programs are never evicted: the first still runs without a compile.
 	out, err := e1.Run([][]float32{{1, 2, 3, 4, 5, 6}})
 	require.NoError(t, err)
 	require.Equal(t, []float32{1, 2, 3, 4, 5, 6}, out[0])
-	require.Equal(t, 4, c.Stats().Compiles)
+	require.Equal(t, 40, c.Stats().Compiles)
+	require.Equal(t, 40*lower.EstimateCompile(e1.Program()), c.Stats().ModeledCompile,
+		"weightless programs of one size are modeled alike")
+}
+
+// TestCompileBudget: the simulator allows the engine's budget of compiles
+// per device; the next is ErrBudget, with what to do in the message, and
+// a fresh device starts a fresh budget.
+func TestCompileBudget(t *testing.T) {
+	c := open(t, "sim")
+	for k := range shim.DefaultCompileBudget {
+		_, err := shim.Build(c, scaleGraph(float64(k+1)))
+		require.NoError(t, err, "compile %d", k+1)
+	}
+	_, err := shim.Build(c, scaleGraph(1)) // cached: no compile
+	require.NoError(t, err)
+	_, err = shim.Build(c, scaleGraph(-1))
+	require.ErrorIs(t, err, shim.ErrBudget, "compile %d", shim.DefaultCompileBudget+1)
+	require.Contains(t, err.Error(), "100 of 100 compiles used")
+	require.Contains(t, err.Error(), "runtime operands")
+	require.Equal(t, shim.DefaultCompileBudget, c.Stats().Compiles)
+
+	_, err = shim.Build(open(t, "sim"), scaleGraph(-1))
+	require.NoError(t, err, "a fresh device has a fresh budget")
 }
 
 func TestRunChecks(t *testing.T) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -45,13 +46,21 @@ type Device struct {
 
 	headroom atomic.Bool // record each op's largest output magnitude
 	last     *executable // the last run that recorded; guarded by runMu
+
+	budget *shim.Budget // the engine's compile budget, per device
 }
 
 // New returns a simulator device with the given numerics and the
 // simulator's target limits (lower.TargetSim).
 func New(n Numerics) *Device {
-	return &Device{num: n, target: lower.TargetSim}
+	return &Device{num: n, target: lower.TargetSim, budget: shim.NewBudget(shim.DefaultCompileBudget)}
 }
+
+// Budget returns the device's compile budget: shim.DefaultCompileBudget
+// compiles, as the engine allows a process. Every Compile attempt counts,
+// refused programs included, as on the engine; a fresh device has a fresh
+// budget, so a test that needs many programs opens its own.
+func (d *Device) Budget() *shim.Budget { return d.budget }
 
 // Info describes the device.
 func (d *Device) Info() shim.Info {
@@ -81,6 +90,12 @@ func (d *Device) Numerics() Numerics { return d.num }
 func (d *Device) Compile(p *lower.Program) (shim.Executable, error) {
 	if d.closed.Load() {
 		return nil, errAt(zeroPos, shim.ErrClosed, "device is closed")
+	}
+	if p == nil {
+		return nil, errAt(zeroPos, ErrInvalid, "nil program")
+	}
+	if err := d.budget.Take(); err != nil {
+		return nil, fmt.Errorf("sim: compiling program %.12s: %w", p.Hash, err)
 	}
 	pl, err := compile(d.target, p, d.reference)
 	if err != nil {
@@ -173,6 +188,49 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 		}
 	}
 	return outs, rangeErr
+}
+
+// RunHalf executes the program on packed fp16 surfaces (shim.HalfRunner):
+// the surfaces are the device's buffers, read and written as they are.
+func (e *executable) RunHalf(in, out [][]uint16) error {
+	if e.closed.Load() || e.dev.closed.Load() {
+		return errAt(zeroPos, shim.ErrClosed, "run on a closed executable")
+	}
+	pl := e.plan
+	if len(in) != len(pl.inputs) || len(out) != len(pl.outputs) {
+		return errAt(zeroPos, shim.ErrShape, "got %d input and %d output surfaces, program binds %d and %d", len(in), len(out), len(pl.inputs), len(pl.outputs))
+	}
+	for i, slot := range pl.inputs {
+		if len(in[i]) != pl.sizes[slot] {
+			return errAt(zeroPos, shim.ErrShape, "input surface %d has %d elements, want %d", i, len(in[i]), pl.sizes[slot])
+		}
+	}
+	for i, slot := range pl.outputs {
+		if len(out[i]) != pl.sizes[slot] {
+			return errAt(zeroPos, shim.ErrShape, "output surface %d has %d elements, want %d", i, len(out[i]), pl.sizes[slot])
+		}
+	}
+	e.dev.runMu.Lock()
+	defer e.dev.runMu.Unlock()
+	if e.closed.Load() {
+		return errAt(zeroPos, shim.ErrClosed, "run on a closed executable")
+	}
+	if e.scratch == nil {
+		e.scratch = pl.buffers()
+	}
+	b := e.scratch
+	for i, slot := range pl.inputs {
+		fp16.DecodeFloat32(b[slot], in[i])
+	}
+	narrow := e.dev.num == Narrow
+	for _, st := range pl.steps {
+		st.run(b, b[st.out], narrow)
+	}
+	for i, slot := range pl.outputs {
+		// Every value is an fp16 value already: the encoding is exact.
+		fp16.EncodeFloat32(out[i], b[slot])
+	}
+	return nil
 }
 
 // packRounded lays src out in its band of the surface dst as s.Pack does,

@@ -1,0 +1,118 @@
+package fp16
+
+import "math"
+
+// The vector conversions below are the host's side of every dispatch: one
+// pass over the data, rounding and range check together. They give the
+// same bits as FromFloat64 and Bits.Float64 element by element.
+
+// EncodeScaled writes the fp16 encoding of src[i]·2^exp to dst[i] (rounded
+// once, to nearest even) for i < len(dst), and returns the index of the
+// first value that rounds to ±Inf or is NaN, or −1 when every value fits.
+// Values are written either way. len(src) must be at least len(dst).
+func EncodeScaled(dst []uint16, src []float64, exp int) int {
+	src = src[:len(dst)]
+	scale := math.Ldexp(1, exp)
+	exact := exp > -1000 && exp < 1000 // 2^exp is a normal float64
+	bad := -1
+	for i, v := range src {
+		// v·2^exp is exact unless it leaves float64's normal range, where
+		// fp16 rounds it to 0 or ±Inf anyway.
+		x := v * scale
+		if !exact {
+			x = math.Ldexp(v, exp)
+		}
+		a := math.Abs(x)
+		if a >= MinNormal && a < 65504 {
+			// Veltkamp's splitter rounds the significand to 53 − 42 = 11
+			// bits, to nearest even; the result is an fp16 normal, so its
+			// float32 encoding is exact and holds the fp16 one shifted.
+			// (A value just below 65504 may round up to it: still finite.)
+			// The explicit conversions keep the compiler from fusing the
+			// splitter into multiply-adds (it may on arm64).
+			t := float64(x * (0x1p42 + 1))
+			h := t - float64(t-x)
+			f := math.Float32bits(float32(h))
+			dst[i] = uint16(f>>16&0x8000 | ((f&0x7fffffff)>>13 - (127-15)<<10))
+			continue
+		}
+		h := FromFloat64(x)
+		dst[i] = uint16(h)
+		if bad < 0 && (h.IsInf() || h.IsNaN()) {
+			bad = i
+		}
+	}
+	return bad
+}
+
+// DecodeScaled writes the value of src[i] times 2^exp to dst[i] for
+// i < len(dst); ±Inf and NaN come through as such. len(src) must be at
+// least len(dst).
+func DecodeScaled(dst []float64, src []uint16, exp int) {
+	src = src[:len(dst)]
+	scale := math.Ldexp(1, exp)
+	exact := exp > -1000 && exp < 1000
+	for i, h := range src {
+		v := decode32(h)
+		if exact {
+			dst[i] = float64(v) * scale
+		} else {
+			dst[i] = math.Ldexp(float64(v), exp)
+		}
+	}
+}
+
+// EncodeFloat32 writes the fp16 encoding of src[i] to dst[i] and returns
+// the index of the first value that rounds to ±Inf or is NaN, or −1.
+func EncodeFloat32(dst []uint16, src []float32) int {
+	src = src[:len(dst)]
+	bad := -1
+	for i, x := range src {
+		a := x
+		if a < 0 {
+			a = -a
+		}
+		if a >= MinNormal && a < 65504 {
+			// As in Round32: the explicit conversions keep the compiler
+			// from fusing the splitter into multiply-adds.
+			t := float32(x * 8193)
+			h := t - float32(t-x)
+			f := math.Float32bits(h)
+			dst[i] = uint16(f>>16&0x8000 | ((f&0x7fffffff)>>13 - (127-15)<<10))
+			continue
+		}
+		h := FromFloat32(x)
+		dst[i] = uint16(h)
+		if bad < 0 && (h.IsInf() || h.IsNaN()) {
+			bad = i
+		}
+	}
+	return bad
+}
+
+// DecodeFloat32 writes the value of src[i] to dst[i].
+func DecodeFloat32(dst []float32, src []uint16) {
+	src = src[:len(dst)]
+	for i, h := range src {
+		dst[i] = decode32(h)
+	}
+}
+
+// decode32 is the exact float32 value of h.
+func decode32(h uint16) float32 {
+	e := h >> 10 & 0x1f
+	if e != 0 && e != 0x1f { // normal: rebias the exponent, widen the fraction
+		return math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + (127-15)<<23))
+	}
+	return Bits(h).Float32()
+}
+
+// Finite reports the index of the first ±Inf or NaN encoding in src, or −1.
+func Finite(src []uint16) int {
+	for i, h := range src {
+		if h&0x7c00 == 0x7c00 {
+			return i
+		}
+	}
+	return -1
+}

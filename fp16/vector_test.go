@@ -1,0 +1,70 @@
+package fp16
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The vector conversions must give FromFloat64's and Float64's bits exactly,
+// on every class of value: normals, ties, subnormals, the overflow edge,
+// ±Inf and NaN.
+func TestVectorConversionsMatchScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var xs []float64
+	for range 20000 {
+		xs = append(xs, rng.NormFloat64()*math.Ldexp(1, rng.IntN(50)-30))
+	}
+	for h := range 1 << 16 { // every fp16 value, and the midpoints above it (ties)
+		v := Bits(h).Float64()
+		next := Bits(h + 1).Float64()
+		xs = append(xs, v)
+		if !math.IsNaN(v) && !math.IsInf(v, 0) && !math.IsNaN(next) && !math.IsInf(next, 0) && h&0x7fff != 0x7fff {
+			xs = append(xs, (v+next)/2)
+		}
+	}
+	xs = append(xs, 65503.9, 65504, 65519.99, 65520, -65520, 1e300, -1e-300, math.Inf(1), math.NaN(), 0, math.Copysign(0, -1))
+	for _, exp := range []int{0, -3, 7, -1074, 1100} {
+		dst := make([]uint16, len(xs))
+		bad := EncodeScaled(dst, xs, exp)
+		first := -1
+		for i, x := range xs {
+			want := FromFloat64(math.Ldexp(x, exp))
+			require.Equal(t, uint16(want), dst[i], "EncodeScaled(%v, %d)", x, exp)
+			if first < 0 && (want.IsInf() || want.IsNaN()) {
+				first = i
+			}
+		}
+		require.Equal(t, first, bad, "first non-finite at exp %d", exp)
+	}
+	f32 := make([]float32, len(xs))
+	for i, x := range xs {
+		f32[i] = float32(x)
+	}
+	dst := make([]uint16, len(xs))
+	EncodeFloat32(dst, f32)
+	for i, x := range f32 {
+		require.Equal(t, uint16(FromFloat32(x)), dst[i], "EncodeFloat32(%v)", x)
+	}
+	all := make([]uint16, 1<<16)
+	for h := range all {
+		all[h] = uint16(h)
+	}
+	d64 := make([]float64, len(all))
+	d32 := make([]float32, len(all))
+	DecodeScaled(d64, all, 5)
+	DecodeFloat32(d32, all)
+	for h := range all {
+		want := Bits(h).Float64()
+		if math.IsNaN(want) {
+			require.True(t, math.IsNaN(d64[h]) && math.IsNaN(float64(d32[h])), "%#04x", h)
+			continue
+		}
+		require.Equal(t, math.Ldexp(want, 5), d64[h], "%#04x", h)
+		require.Equal(t, float32(want), d32[h], "%#04x", h)
+	}
+	require.Equal(t, 2, Finite([]uint16{0, 0x3c00, 0x7c00, 0x7e00}))
+	require.Equal(t, -1, Finite([]uint16{0, 0x7bff, 0xfbff}))
+}

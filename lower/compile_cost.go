@@ -1,0 +1,28 @@
+package lower
+
+import "time"
+
+// The modeled cost of compiling and loading a program on the engine
+// (docs/ENGINE.md §9), from the two published measurements that bracket
+// it: about 38 ms per shape for a small program through the in-memory
+// route (ANEForge's dispatch notes), and about 4.2 s to recompile a
+// 124M-parameter model (248 MB of fp16 weights; Orion). A line through
+// both charges a fixed part and the weights at about 60 MB/s. Reports of
+// 27–150 ms warm and ~750 ms for the first compile of a process put the
+// fixed part within a factor of 4 either way; no family is measured
+// apart, so every family is priced alike.
+const (
+	compileFixed   = 38 * time.Millisecond
+	compileBytesPS = (248e6 - 0) / (4.2 - 0.038) // weight bytes compiled per second
+)
+
+// EstimateCompile models the time to compile and load p on the engine:
+// what a fresh compile adds to the time a user waits for, once per
+// program. The weights are its blob; a program whose matrices are runtime
+// operands compiles at the fixed cost.
+func EstimateCompile(p *Program) time.Duration {
+	if p == nil {
+		return 0
+	}
+	return compileFixed + time.Duration(float64(len(p.Blob))/compileBytesPS*float64(time.Second))
+}

@@ -1,0 +1,374 @@
+package shim
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/lower"
+)
+
+// HalfRunner is implemented by executables that run on packed fp16
+// surfaces the caller holds: in[i] holds the InputSurfaces[i].Size()
+// binary16 encodings of input surface i in its [1, C, 1, S] row layout,
+// and Run writes every element of out[i] likewise. Nothing is converted
+// or range-checked: the surfaces are the device's buffers. A program
+// lowered without surface lists has none, and is not run this way.
+type HalfRunner interface {
+	RunHalf(in, out [][]uint16) error
+}
+
+// Session runs one program again and again on buffers that stay on the
+// device: its input and output surfaces. What the host writes into an
+// input stays there until it is written again, so an operand the
+// program reads every dispatch (a matrix, a model's weights) crosses
+// once; Carry makes an output become an input after every dispatch (a
+// solver's vectors, optimizer state, a cache), without a host round trip;
+// and the host reads only the tensors it asks for. Values cross as fp16
+// encodings, converted in one pass with one range check; Write64 and
+// Read64 scale by a power of two on the way.
+//
+// On the simulator the surfaces are the session's buffers themselves; on
+// the engine they are its IOSurfaces (see docs/ARCHITECTURE.md). A Session
+// is safe for concurrent use, but its dispatches are serialized.
+type Session struct {
+	exe  Executable
+	prog *lower.Program
+
+	mu      sync.Mutex
+	in, out [][]uint16
+	carry   []carryPair
+	stats   SessionStats
+	closed  bool
+}
+
+type carryPair struct{ from, to lower.IOSpec }
+
+// SessionStats counts what crossed between host and device.
+type SessionStats struct {
+	Dispatches int
+	// BytesIn and BytesOut count the fp16 bytes the host wrote into the
+	// device's input surfaces and read from its surfaces. A carried or
+	// resident tensor crosses neither way.
+	BytesIn, BytesOut int64
+}
+
+// NewSession allocates exe's surfaces, zeroed. The program must have
+// surface lists (every lowered program has).
+func NewSession(exe Executable) (*Session, error) {
+	if exe == nil {
+		return nil, fmt.Errorf("shim: NewSession: nil executable: %w", ErrShape)
+	}
+	p := exe.Program()
+	if len(p.InputSurfaces) == 0 || len(p.OutputSurfaces) == 0 {
+		return nil, fmt.Errorf("shim: NewSession: program %.12s has no surface lists; lower it with lower.Lower: %w", p.Hash, ErrUnsupported)
+	}
+	s := &Session{exe: exe, prog: p}
+	for _, sf := range p.InputSurfaces {
+		s.in = append(s.in, make([]uint16, sf.Size()))
+	}
+	for _, sf := range p.OutputSurfaces {
+		s.out = append(s.out, make([]uint16, sf.Size()))
+	}
+	return s, nil
+}
+
+// Program returns the program the session runs.
+func (s *Session) Program() *lower.Program { return s.prog }
+
+func findSpec(specs []lower.IOSpec, name string) (lower.IOSpec, bool) {
+	for _, sp := range specs {
+		if sp.Name == name {
+			return sp, true
+		}
+	}
+	return lower.IOSpec{}, false
+}
+
+func (s *Session) input(fn, name string, n int) (lower.IOSpec, error) {
+	sp, ok := findSpec(s.prog.Inputs, name)
+	if !ok {
+		return sp, fmt.Errorf("shim: Session.%s: the program has no input %q: %w", fn, name, ErrShape)
+	}
+	if n >= 0 && n != sp.Size() {
+		return sp, fmt.Errorf("shim: Session.%s: input %q has %d elements (shape %v), got %d: %w", fn, name, sp.Size(), sp.Shape, n, ErrShape)
+	}
+	return sp, nil
+}
+
+// readable finds name among the outputs, then the inputs (a resident
+// tensor can be read back where it lies).
+func (s *Session) readable(fn, name string, n int) (lower.IOSpec, []uint16, error) {
+	sp, ok := findSpec(s.prog.Outputs, name)
+	surf := s.out
+	if !ok {
+		sp, ok = findSpec(s.prog.Inputs, name)
+		surf = s.in
+	}
+	if !ok {
+		return sp, nil, fmt.Errorf("shim: Session.%s: the program has no output or input %q: %w", fn, name, ErrShape)
+	}
+	if n != sp.Size() {
+		return sp, nil, fmt.Errorf("shim: Session.%s: %q has %d elements (shape %v), got room for %d: %w", fn, name, sp.Size(), sp.Shape, n, ErrShape)
+	}
+	return sp, surf[sp.Surface], nil
+}
+
+// rows calls f for every row of sp's band of surface: the row's first n
+// elements, and the logical offset of the row.
+func rows(sp lower.IOSpec, surface []uint16, f func(row []uint16, off int)) {
+	band := surface[sp.Channel*sp.Stride() : sp.Channel*sp.Stride()+sp.DeviceSize()]
+	n, stride := sp.RowLen(), sp.Stride()
+	for r := range sp.Rows() {
+		f(band[r*stride:r*stride+n], r*n)
+	}
+}
+
+func (s *Session) check(fn string) error {
+	if s.closed {
+		return fmt.Errorf("shim: Session.%s: session closed: %w", fn, ErrClosed)
+	}
+	return nil
+}
+
+// Write64 stores src·2^exp, rounded to fp16, as input name (row-major in
+// the input's logical shape). A value that rounds to ±Inf, or NaN, is an
+// error wrapping ErrRange, and the input is then left as it was.
+func (s *Session) Write64(name string, src []float64, exp int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("Write64"); err != nil {
+		return err
+	}
+	sp, err := s.input("Write64", name, len(src))
+	if err != nil {
+		return err
+	}
+	var bad error
+	rows(sp, s.in[sp.Surface], func(row []uint16, off int) {
+		if i := fp16.EncodeScaled(row, src[off:], exp); i >= 0 && bad == nil {
+			bad = fmt.Errorf("shim: input %q element %d is %g·2^%d, beyond fp16's range ±%g: %w", name, off+i, src[off+i], exp, fp16.MaxValue, ErrRange)
+		}
+	})
+	if bad != nil {
+		s.clearBand(sp)
+		return bad
+	}
+	s.stats.BytesIn += 2 * int64(len(src))
+	return nil
+}
+
+// clearBand zeroes sp's rows, so that a refused write leaves no half
+// written tensor behind.
+func (s *Session) clearBand(sp lower.IOSpec) {
+	rows(sp, s.in[sp.Surface], func(row []uint16, _ int) { clear(row) })
+}
+
+// Write stores src rounded to fp16 as input name; errors as Write64.
+func (s *Session) Write(name string, src []float32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("Write"); err != nil {
+		return err
+	}
+	sp, err := s.input("Write", name, len(src))
+	if err != nil {
+		return err
+	}
+	var bad error
+	rows(sp, s.in[sp.Surface], func(row []uint16, off int) {
+		if i := fp16.EncodeFloat32(row, src[off:off+len(row)]); i >= 0 && bad == nil {
+			bad = fmt.Errorf("shim: input %q element %d is %g, beyond fp16's range ±%g: %w", name, off+i, src[off+i], fp16.MaxValue, ErrRange)
+		}
+	})
+	if bad != nil {
+		s.clearBand(sp)
+		return bad
+	}
+	s.stats.BytesIn += 2 * int64(len(src))
+	return nil
+}
+
+// WriteHalf stores fp16 encodings as input name, unchanged.
+func (s *Session) WriteHalf(name string, src []uint16) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("WriteHalf"); err != nil {
+		return err
+	}
+	sp, err := s.input("WriteHalf", name, len(src))
+	if err != nil {
+		return err
+	}
+	rows(sp, s.in[sp.Surface], func(row []uint16, off int) { copy(row, src[off:]) })
+	s.stats.BytesIn += 2 * int64(len(src))
+	return nil
+}
+
+// Carry makes output from become input to after every dispatch: the
+// next dispatch reads what this one wrote, and nothing crosses to the
+// host. The two must have the same shape.
+func (s *Session) Carry(from, to string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("Carry"); err != nil {
+		return err
+	}
+	o, ok := findSpec(s.prog.Outputs, from)
+	if !ok {
+		return fmt.Errorf("shim: Session.Carry: the program has no output %q: %w", from, ErrShape)
+	}
+	i, err := s.input("Carry", to, o.Size())
+	if err != nil {
+		return err
+	}
+	if fmt.Sprint(o.Shape) != fmt.Sprint(i.Shape) {
+		return fmt.Errorf("shim: Session.Carry: output %q has shape %v, input %q %v: %w", from, o.Shape, to, i.Shape, ErrShape)
+	}
+	for _, c := range s.carry {
+		if c.to.Name == to {
+			return fmt.Errorf("shim: Session.Carry: input %q is already fed by output %q: %w", to, c.from.Name, ErrShape)
+		}
+	}
+	s.carry = append(s.carry, carryPair{o, i})
+	return nil
+}
+
+// Run dispatches the program once on the session's surfaces, then moves
+// every carried output into its input.
+func (s *Session) Run() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("Run"); err != nil {
+		return err
+	}
+	if err := RunHalf(s.exe, s.in, s.out); err != nil {
+		return err
+	}
+	s.stats.Dispatches++
+	for _, c := range s.carry {
+		src := s.out[c.from.Surface]
+		dst := s.in[c.to.Surface]
+		n := c.from.RowLen()
+		for r := range c.from.Rows() {
+			a := (c.from.Channel+r)*c.from.Stride()
+			b := (c.to.Channel+r)*c.to.Stride()
+			copy(dst[b:b+n], src[a:a+n])
+		}
+	}
+	return nil
+}
+
+// Read64 writes the value of output (or input) name times 2^exp into dst,
+// row-major in its logical shape. An element that is ±Inf or NaN — an fp16
+// overflow on the device — is an error wrapping ErrRange; dst holds the
+// values either way.
+func (s *Session) Read64(name string, dst []float64, exp int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("Read64"); err != nil {
+		return err
+	}
+	sp, surf, err := s.readable("Read64", name, len(dst))
+	if err != nil {
+		return err
+	}
+	var bad error
+	rows(sp, surf, func(row []uint16, off int) {
+		if i := fp16.Finite(row); i >= 0 && bad == nil {
+			bad = fmt.Errorf("shim: %q element %d is %v: fp16 overflow on the device: %w", name, off+i, fp16.Bits(row[i]).Float64(), ErrRange)
+		}
+		fp16.DecodeScaled(dst[off:off+len(row)], row, exp)
+	})
+	s.stats.BytesOut += 2 * int64(len(dst))
+	return bad
+}
+
+// Read writes output (or input) name into dst as float32; errors as Read64.
+func (s *Session) Read(name string, dst []float32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("Read"); err != nil {
+		return err
+	}
+	sp, surf, err := s.readable("Read", name, len(dst))
+	if err != nil {
+		return err
+	}
+	var bad error
+	rows(sp, surf, func(row []uint16, off int) {
+		if i := fp16.Finite(row); i >= 0 && bad == nil {
+			bad = fmt.Errorf("shim: %q element %d is %v: fp16 overflow on the device: %w", name, off+i, fp16.Bits(row[i]).Float64(), ErrRange)
+		}
+		fp16.DecodeFloat32(dst[off:off+len(row)], row)
+	})
+	s.stats.BytesOut += 2 * int64(len(dst))
+	return bad
+}
+
+// ReadHalf copies the fp16 encodings of output (or input) name into dst,
+// unchanged and unchecked.
+func (s *Session) ReadHalf(name string, dst []uint16) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("ReadHalf"); err != nil {
+		return err
+	}
+	sp, surf, err := s.readable("ReadHalf", name, len(dst))
+	if err != nil {
+		return err
+	}
+	rows(sp, surf, func(row []uint16, off int) { copy(dst[off:], row) })
+	s.stats.BytesOut += 2 * int64(len(dst))
+	return nil
+}
+
+// Stats returns what the session moved so far.
+func (s *Session) Stats() SessionStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Close releases the session's surfaces; the program stays compiled.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.in, s.out = nil, nil
+	return nil
+}
+
+// RunHalf runs exe on packed fp16 surfaces (see HalfRunner). An executable
+// that does not implement HalfRunner runs through Run: the surfaces are
+// unpacked into logical float32 inputs and the outputs packed back, an
+// output that overflowed coming back as ±Inf for the reader to find.
+func RunHalf(exe Executable, in, out [][]uint16) error {
+	if hr, ok := exe.(HalfRunner); ok {
+		return hr.RunHalf(in, out)
+	}
+	p := exe.Program()
+	if len(in) != len(p.InputSurfaces) || len(out) != len(p.OutputSurfaces) {
+		return fmt.Errorf("shim: RunHalf: %d input and %d output surfaces for a program of %d and %d: %w", len(in), len(out), len(p.InputSurfaces), len(p.OutputSurfaces), ErrShape)
+	}
+	inputs := make([][]float32, len(p.Inputs))
+	for i, sp := range p.Inputs {
+		inputs[i] = make([]float32, sp.Size())
+		rows(sp, in[sp.Surface], func(row []uint16, off int) { fp16.DecodeFloat32(inputs[i][off:off+len(row)], row) })
+	}
+	outs, err := exe.Run(inputs)
+	if err != nil && !errors.Is(err, ErrRange) {
+		return err
+	}
+	if len(outs) != len(p.Outputs) {
+		if err == nil {
+			err = fmt.Errorf("shim: RunHalf: the executable returned %d outputs, want %d: %w", len(outs), len(p.Outputs), ErrShape)
+		}
+		return err
+	}
+	for i, sp := range p.Outputs {
+		rows(sp, out[sp.Surface], func(row []uint16, off int) { fp16.EncodeFloat32(row, outs[i][off:off+len(row)]) })
+	}
+	return nil // an ErrRange of the outputs is seen when they are read
+}
