@@ -252,8 +252,8 @@ func (s *Session) Run() error {
 		dst := s.in[c.to.Surface]
 		n := c.from.RowLen()
 		for r := range c.from.Rows() {
-			a := (c.from.Channel+r)*c.from.Stride()
-			b := (c.to.Channel+r)*c.to.Stride()
+			a := (c.from.Channel + r) * c.from.Stride()
+			b := (c.to.Channel + r) * c.to.Stride()
 			copy(dst[b:b+n], src[a:a+n])
 		}
 	}
