@@ -53,6 +53,9 @@ func Attention(g *dataflow.Graph, x dataflow.Value, w AttentionWeights, opts Att
 		return fail(g, ErrShape, "attention: %d heads do not divide the %d features", h, d)
 	}
 	for _, p := range []Dense{w.Q, w.K, w.V, w.O} {
+		if !consistent(g, "attention", p.W, p.B) {
+			return dataflow.Value{}
+		}
 		if len(p.W.Shape) != 2 || p.W.Shape[0] != d || p.W.Shape[1] != d {
 			return fail(g, ErrWeight, "attention: projection %q has shape %v, want [%d %d]", p.W.Name, p.W.Shape, d, d)
 		}
@@ -111,6 +114,9 @@ func Embedding(g *dataflow.Graph, onehot dataflow.Value, table Tensor) dataflow.
 	}
 	if len(table.Shape) != 2 || !table.Valid() {
 		return fail(g, ErrWeight, "embedding: table %q has shape %v, want [V, D]", table.Name, table.Shape)
+	}
+	if !consistent(g, "embedding", table) {
+		return dataflow.Value{}
 	}
 	v, d := table.Shape[0], table.Shape[1]
 	xs := onehot.Shape()

@@ -79,6 +79,19 @@ func constant(g *dataflow.Graph, base string, shape dataflow.Shape, data []float
 	return g.Const(constName(g, base), shape, data)
 }
 
+// consistent reports whether every tensor passes Tensor.Check (the zero
+// Tensor, "none", does), recording an ErrWeight in g for the first that
+// does not; layer names the layer for the message.
+func consistent(g *dataflow.Graph, layer string, ts ...Tensor) bool {
+	for _, t := range ts {
+		if p := t.problem(); p != "" {
+			fail(g, ErrWeight, "%s: %s", layer, p)
+			return false
+		}
+	}
+	return true
+}
+
 // finite reports whether every tensor holds finite values within fp16's
 // range, recording an ErrRange in g when one does not.
 func finite(g *dataflow.Graph, ts ...Tensor) bool {
@@ -189,12 +202,15 @@ func LinearShift(g *dataflow.Graph, x dataflow.Value, w, b Tensor, shift int) da
 	if len(w.Shape) != 2 || !w.Valid() {
 		return fail(g, ErrWeight, "linear: weight %q has shape %v, want [out, in]", w.Name, w.Shape)
 	}
+	if !consistent(g, "linear", w, b) {
+		return dataflow.Value{}
+	}
 	out, in := w.Shape[0], w.Shape[1]
 	xs := x.Shape()
 	if (len(xs) != 2 && len(xs) != 4) || xs[1] != in {
 		return fail(g, ErrShape, "linear: input of shape %v does not fit weight %q of shape %v: want [M, %d] or [N, %d, H, W]", xs, w.Name, w.Shape, in, in)
 	}
-	if b.Valid() && (len(b.Shape) != 1 || b.Shape[0] != out) {
+	if !b.isZero() && (len(b.Shape) != 1 || b.Shape[0] != out) {
 		return fail(g, ErrWeight, "linear: bias %q has shape %v, want [%d]", b.Name, b.Shape, out)
 	}
 	if shift < 0 || shift > 24 {
@@ -239,7 +255,14 @@ func unscale(g *dataflow.Graph, y dataflow.Value, k int) dataflow.Value {
 // output within Headroom when every |input| ≤ inputBound: the bound on
 // output channel o is inputBound·Σ|w[o, …]| + |b[o]|, and the shift makes
 // its maximum over o at most 2^14 after the 2^−shift fold.
+//
+// For a weight the layers would refuse (w without data or shape, or w or
+// b failing Tensor.Check, or b not one entry per output channel) it
+// returns 0; the layer then reports the mistake.
 func ShiftFor(w, b Tensor, inputBound float64) int {
+	if len(w.Shape) == 0 || !w.Valid() || w.Check() != nil || b.Check() != nil || (!b.isZero() && len(b.Data) != w.Shape[0]) {
+		return 0
+	}
 	return shiftFor(w.Data, b.Data, w.Shape[0], inputBound)
 }
 
@@ -281,13 +304,18 @@ func FoldBatchNorm(w, b Tensor, bn BatchNorm) (Tensor, Tensor, error) {
 	if len(w.Shape) == 0 || !w.Valid() {
 		return Tensor{}, Tensor{}, fmt.Errorf("nn: batch norm: conv weight %q has shape %v: %w", w.Name, w.Shape, ErrWeight)
 	}
+	for _, t := range []Tensor{w, b, bn.Gamma, bn.Beta, bn.Mean, bn.Var} {
+		if p := t.problem(); p != "" {
+			return Tensor{}, Tensor{}, fmt.Errorf("nn: batch norm: %s: %w", p, ErrWeight)
+		}
+	}
 	out := w.Shape[0]
 	for _, p := range []Tensor{bn.Gamma, bn.Beta, bn.Mean, bn.Var} {
-		if !p.Valid() || len(p.Data) != out {
+		if !p.Valid() || len(p.Shape) != 1 || p.Shape[0] != out {
 			return Tensor{}, Tensor{}, fmt.Errorf("nn: batch norm: parameter %q has shape %v, the conv %q has %d output channels: %w", p.Name, p.Shape, w.Name, out, ErrWeight)
 		}
 	}
-	if b.Valid() && len(b.Data) != out {
+	if !b.isZero() && (len(b.Shape) != 1 || b.Shape[0] != out) {
 		return Tensor{}, Tensor{}, fmt.Errorf("nn: batch norm: bias %q has shape %v, the conv %q has %d output channels: %w", b.Name, b.Shape, w.Name, out, ErrWeight)
 	}
 	per := len(w.Data) / out
@@ -340,7 +368,10 @@ func Conv2D(g *dataflow.Graph, x dataflow.Value, w, b Tensor, opts ConvOptions) 
 	if len(w.Shape) != 4 || !w.Valid() {
 		return fail(g, ErrWeight, "conv2d: weight %q has shape %v, want [Cout, Cin/groups, KH, KW]", w.Name, w.Shape)
 	}
-	if b.Valid() && (len(b.Shape) != 1 || b.Shape[0] != w.Shape[0]) {
+	if !consistent(g, "conv2d", w, b) {
+		return dataflow.Value{}
+	}
+	if !b.isZero() && (len(b.Shape) != 1 || b.Shape[0] != w.Shape[0]) {
 		return fail(g, ErrWeight, "conv2d: bias %q has shape %v, want [%d]", b.Name, b.Shape, w.Shape[0])
 	}
 	if !finite(g, w, b) {

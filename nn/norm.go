@@ -91,8 +91,11 @@ func normInput(g *dataflow.Graph, op string, x dataflow.Value, gamma, beta Tenso
 		return 0, false
 	}
 	d := xs[1]
+	if !consistent(g, op, gamma, beta) {
+		return 0, false
+	}
 	for _, p := range []Tensor{gamma, beta} {
-		if p.Valid() && (len(p.Shape) != 1 || p.Shape[0] != d) {
+		if !p.isZero() && (len(p.Shape) != 1 || p.Shape[0] != d) {
 			fail(g, ErrWeight, "%s: parameter %q has shape %v, want [%d]", op, p.Name, p.Shape, d)
 			return 0, false
 		}

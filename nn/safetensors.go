@@ -63,8 +63,48 @@ func (t Tensor) Size() int {
 }
 
 // Valid reports whether t holds data (the zero Tensor means "none", as for
-// an optional bias).
+// an optional bias). It says nothing of whether the data fits the shape:
+// Check does, and every layer calls it on each tensor it is given.
 func (t Tensor) Valid() bool { return t.Data != nil }
+
+// Check returns nil when t is the zero Tensor (no data and no shape: an
+// absent optional tensor) or when every dimension of Shape is positive
+// and Data holds exactly their product of values. Otherwise it returns an
+// error wrapping ErrWeight that names the tensor and gives both counts.
+func (t Tensor) Check() error {
+	if p := t.problem(); p != "" {
+		return fmt.Errorf("nn: %s: %w", p, ErrWeight)
+	}
+	return nil
+}
+
+// isZero reports the zero Tensor's meaning, "none": no data and no shape.
+func (t Tensor) isZero() bool { return t.Data == nil && len(t.Shape) == 0 }
+
+// problem describes what makes t inconsistent ("" when nothing does), for
+// Check and for the layers' messages.
+func (t Tensor) problem() string {
+	if t.isZero() {
+		return ""
+	}
+	need := 1
+	for i, d := range t.Shape {
+		if d <= 0 {
+			return fmt.Sprintf("weight %q has shape %v: dimension %d is %d, and every dimension must be positive", t.Name, t.Shape, i, d)
+		}
+		if need > maxElements/d {
+			return fmt.Sprintf("weight %q has shape %v, more than 2^40 elements", t.Name, t.Shape)
+		}
+		need *= d
+	}
+	switch {
+	case t.Data == nil:
+		return fmt.Sprintf("weight %q has shape %v but no data (dtype %q; nn reads F32, F16 and BF16): give it %d values, or use the zero Tensor for none", t.Name, t.Shape, t.DType, need)
+	case len(t.Data) != need:
+		return fmt.Sprintf("weight %q has %d values but its shape %v needs %d: make len(Data) the product of Shape", t.Name, len(t.Data), t.Shape, need)
+	}
+	return ""
+}
 
 // Weights is a set of tensors by name, as read from or written to a
 // safetensors file.
@@ -74,8 +114,9 @@ type Weights map[string]Tensor
 func (w Weights) Add(t Tensor) { w[t.Name] = t }
 
 // Get returns the float tensor called name, checking its shape when shape
-// is given. A missing tensor, a dtype nn does not read or a shape other
-// than the one asked for is an error wrapping ErrWeight.
+// is given. A missing tensor, a dtype nn does not read, a shape other
+// than the one asked for or data that does not fill the shape exactly
+// (Check) is an error wrapping ErrWeight.
 func (w Weights) Get(name string, shape ...int) (Tensor, error) {
 	t, ok := w[name]
 	if !ok {
@@ -86,6 +127,9 @@ func (w Weights) Get(name string, shape ...int) (Tensor, error) {
 	}
 	if shape != nil && !slices.Equal(shape, t.Shape) {
 		return Tensor{}, fmt.Errorf("nn: weight %q has shape %v, the model needs %v: %w", name, t.Shape, shape, ErrWeight)
+	}
+	if err := t.Check(); err != nil {
+		return Tensor{}, err
 	}
 	return t, nil
 }
