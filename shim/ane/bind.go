@@ -28,33 +28,48 @@ type Member struct {
 	Row  int // the surface row (channel) its first row sits at
 }
 
+// Binding is the program's surfaces paired with the compiled model's
+// tensors, and what was assumed to pair them.
+type Binding struct {
+	Inputs, Outputs []Port
+	// Warnings lists every assumption made on the way: a tensor without a
+	// Type taken for fp16, a lone surface bound by position although its
+	// reported name differs.
+	Warnings []string
+}
+
 // Bind pairs the program's surfaces with the layout's tensors and checks
 // that they agree: a [1, C, 1, S] surface needs a tensor of C channels, one
 // row each, of width S; every member's rows must fit inside it.
 //
 // A surface is matched to the one tensor whose Name, else whose Symbol,
-// equals its MIL name after trimming OutputSuffix. A surface no tensor
-// matches, or two tensors match, is an error wrapping ErrLayout: the order
-// of the live lists and the alphabetical order of names are not evidence of
-// which tensor is which.
-func Bind(l *Layout, p *lower.Program) (inputs, outputs []Port, err error) {
+// equals its MIL name after trimming OutputSuffix. When a direction has
+// exactly one surface and one tensor and the names differ (a logged M3
+// dictionary names a lone input "a_input0"), there is only one way to pair
+// them: they are bound by position, with a warning. With several surfaces,
+// a surface no tensor matches, or that two tensors match, is an error
+// wrapping ErrLayout: the order of the live lists and the alphabetical
+// order of names are not evidence of which tensor is which. The layout's
+// own warnings come first in the result's.
+func Bind(l *Layout, p *lower.Program) (Binding, error) {
 	if l == nil || p == nil {
-		return nil, nil, fmt.Errorf("%w: nil layout or program", ErrLayout)
+		return Binding{}, fmt.Errorf("%w: nil layout or program", ErrLayout)
 	}
 	inPlan, outPlan, err := programPorts(p)
 	if err != nil {
-		return nil, nil, err
+		return Binding{}, err
 	}
-	if inputs, err = bindPorts("input", inPlan, l.Inputs); err != nil {
-		return nil, nil, err
+	b := Binding{Warnings: slices.Clone(l.Warnings)}
+	if b.Inputs, err = bindPorts("input", inPlan, l.Inputs, &b.Warnings); err != nil {
+		return Binding{}, err
 	}
-	if outputs, err = bindPorts("output", outPlan, l.Outputs); err != nil {
-		return nil, nil, err
+	if b.Outputs, err = bindPorts("output", outPlan, l.Outputs, &b.Warnings); err != nil {
+		return Binding{}, err
 	}
-	return inputs, outputs, nil
+	return b, nil
 }
 
-func bindPorts(kind string, ports []Port, ts []Tensor) ([]Port, error) {
+func bindPorts(kind string, ports []Port, ts []Tensor, warnings *[]string) ([]Port, error) {
 	if len(ports) != len(ts) {
 		return nil, fmt.Errorf("%w: program has %d %s surfaces, compiled model reports %d", ErrLayout, len(ports), kind, len(ts))
 	}
@@ -62,7 +77,11 @@ func bindPorts(kind string, ports []Port, ts []Tensor) ([]Port, error) {
 	for i := range ports {
 		j, err := findTensor(ts, ports[i].Name)
 		if err != nil {
-			return nil, within(fmt.Sprintf("%s %q", kind, ports[i].Name), err)
+			if len(ports) != 1 {
+				return nil, within(fmt.Sprintf("%s %q", kind, ports[i].Name), err)
+			}
+			j = 0
+			*warnings = append(*warnings, fmt.Sprintf("%s surface %q bound by position to the model's only %s tensor, reported as name %q, symbol %q", kind, ports[i].Name, kind, ts[0].Name, ts[0].Symbol))
 		}
 		if used[j] != 0 {
 			return nil, fmt.Errorf("%w: %ss %q and %q both match tensor %q", ErrLayout, kind, ports[used[j]-1].Name, ports[i].Name, ts[j].Name)

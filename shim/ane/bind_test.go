@@ -49,7 +49,8 @@ func TestBindOutputsByName(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/%v", lives[0][KeyName], syms[0]), func(t *testing.T) {
 				l, err := ParseLayout(attrsOf([]map[string]any{live("x", 3, 32, 64)}, lives, []string{"x"}, syms, []int{0}, []int{0, 1}))
 				require.NoError(t, err)
-				_, out, err := Bind(l, prog)
+				b, err := Bind(l, prog)
+				out := b.Outputs
 				require.NoError(t, err)
 				require.Equal(t, "r", out[0].Name)
 				require.Equal(t, "r@output", out[0].Tensor.Name)
@@ -80,7 +81,7 @@ func TestBindUnmatched(t *testing.T) {
 		}
 		return ts
 	}
-	_, _, err := Bind(&Layout{Inputs: in, Outputs: out("r2@output", "r@output")}, prog)
+	_, err := Bind(&Layout{Inputs: in, Outputs: out("r2@output", "r@output")}, prog)
 	require.NoError(t, err)
 	// Neither alphabetical nor positional guessing: each of these leaves a
 	// port without a tensor of its name.
@@ -90,7 +91,7 @@ func TestBindUnmatched(t *testing.T) {
 		{"out0", "out1"},
 		{"r@output", "r@output"}, // two tensors match r, none r2
 	} {
-		_, _, err := Bind(&Layout{Inputs: in, Outputs: out(names...)}, prog)
+		_, err := Bind(&Layout{Inputs: in, Outputs: out(names...)}, prog)
 		require.ErrorIs(t, err, ErrLayout, "%v", names)
 		require.ErrorIs(t, err, shim.ErrUnsupported)
 	}
@@ -98,9 +99,9 @@ func TestBindUnmatched(t *testing.T) {
 	// its name; the symbol is only the fallback.
 	ts := out("r@output", "r2@output")
 	ts[0].Symbol = "r2@output"
-	_, o, err := Bind(&Layout{Inputs: in, Outputs: ts}, prog)
+	b, err := Bind(&Layout{Inputs: in, Outputs: ts}, prog)
 	require.NoError(t, err)
-	require.Equal(t, "r2@output", o[1].Tensor.Name)
+	require.Equal(t, "r2@output", b.Outputs[1].Tensor.Name)
 }
 
 // TestBindPacked binds a program lowered with packed I/O: one input
@@ -120,7 +121,8 @@ func TestBindPacked(t *testing.T) {
 		[]map[string]any{live("input", 5, 32, stride)}, []map[string]any{live("output@output", 3, 32, stride)},
 		[]string{"input"}, []string{"output@output"}, []int{0}, []int{0}))
 	require.NoError(t, err)
-	in, out, err := Bind(l, prog)
+	b, err := Bind(l, prog)
+	in, out := b.Inputs, b.Outputs
 	require.NoError(t, err)
 	require.Len(t, in, 1)
 	require.Len(t, out, 1)
@@ -180,8 +182,9 @@ func TestBindBad(t *testing.T) {
 	tX := Tensor{Name: "x", Channels: 3, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 1}
 	tL := Tensor{Symbol: "lora", Channels: 2, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2, Index: 0}
 	tQ := Tensor{Name: "q@output", Channels: 1, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2}
-	in, out, err := Bind(&Layout{Inputs: []Tensor{tL, tX}, Outputs: []Tensor{tQ}}, prog)
+	b, err := Bind(&Layout{Inputs: []Tensor{tL, tX}, Outputs: []Tensor{tQ}}, prog)
 	require.NoError(t, err)
+	in, out := b.Inputs, b.Outputs
 	require.Equal(t, []Tensor{tX, tL}, PortTensors(in), "ports stay in program order")
 	require.Equal(t, []Tensor{tQ}, PortTensors(out))
 
@@ -198,7 +201,7 @@ func TestBindBad(t *testing.T) {
 	}
 	tIn := Tensor{Name: "input", Channels: 5, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2}
 	tOut := Tensor{Name: "output@output", Channels: 1, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2}
-	_, _, err = Bind(&Layout{Inputs: []Tensor{tIn}, Outputs: []Tensor{tOut}}, packed(func(*lower.Program) {}))
+	_, err = Bind(&Layout{Inputs: []Tensor{tIn}, Outputs: []Tensor{tOut}}, packed(func(*lower.Program) {}))
 	require.NoError(t, err)
 	bad := []struct {
 		name string
@@ -213,7 +216,6 @@ func TestBindBad(t *testing.T) {
 		{"interleaved", &Layout{Inputs: []Tensor{tX, edit(func(x *Tensor) { x.Interleave = 2 })}, Outputs: []Tensor{tQ}}, prog},
 		{"nil layout", nil, prog},
 		{"nil program", &Layout{}, nil},
-		{"packed: surface named like a member", &Layout{Inputs: []Tensor{{Name: "x", Channels: 5, Height: 1, Width: 32, RowStride: 64, PlaneStride: 64, ElemSize: 2}}, Outputs: []Tensor{tOut}}, packed(func(*lower.Program) {})},
 		{"packed: band past the surface", &Layout{Inputs: []Tensor{tIn}, Outputs: []Tensor{tOut}}, packed(func(p *lower.Program) { p.Inputs[1].Channel = 4 })},
 		{"packed: overlapping inputs", &Layout{Inputs: []Tensor{tIn}, Outputs: []Tensor{tOut}}, packed(func(p *lower.Program) { p.Inputs[1].Channel = 2 })},
 		{"packed: band of another stride", &Layout{Inputs: []Tensor{tIn}, Outputs: []Tensor{tOut}}, packed(func(p *lower.Program) { p.Inputs[1].DeviceShape = []int{1, 2, 1, 64} })},
@@ -223,13 +225,13 @@ func TestBindBad(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := Bind(tc.l, tc.p)
+			_, err := Bind(tc.l, tc.p)
 			require.ErrorIs(t, err, ErrLayout)
 		})
 	}
 	// A logical tensor naming a surface the program lacks is the
 	// program's fault.
-	_, _, err = Bind(&Layout{Inputs: []Tensor{tIn}, Outputs: []Tensor{tOut}}, packed(func(p *lower.Program) { p.Inputs[1].Surface = 1 }))
+	_, err = Bind(&Layout{Inputs: []Tensor{tIn}, Outputs: []Tensor{tOut}}, packed(func(p *lower.Program) { p.Inputs[1].Surface = 1 }))
 	require.ErrorIs(t, err, ErrProgram)
 }
 
@@ -397,4 +399,82 @@ func TestUnpackRange(t *testing.T) {
 	require.ErrorIs(t, p.Unpack([][]float32{make([]float32, 2)}, src), shim.ErrShape)
 	require.ErrorIs(t, p.Unpack(nil, src), shim.ErrShape)
 	require.ErrorIs(t, p.Unpack(dst, src[:10]), ErrLayout)
+}
+
+// TestBindByPosition binds the logged M3 case: the model names its lone
+// input "a_input0" and its lone output "out@output", while the program's
+// packed surfaces are "input" and "output". One surface each way can only
+// pair one way: it binds, and says so.
+func TestBindByPosition(t *testing.T) {
+	prog := &lower.Program{
+		Inputs:         []lower.IOSpec{band("x", []int{4, 4}, 4, 32, 0)},
+		Outputs:        []lower.IOSpec{band("y", []int{4, 4}, 4, 32, 0)},
+		InputSurfaces:  []lower.Surface{{Name: "input", Shape: []int{1, 4, 1, 32}}},
+		OutputSurfaces: []lower.Surface{{Name: "output", Shape: []int{1, 4, 1, 32}}},
+	}
+	l, err := ParseLayout(attrsOf([]map[string]any{live("a_input0", 4, 32, 64)}, []map[string]any{live("out@output", 4, 32, 64)},
+		[]string{"a_input0"}, []string{"out@output"}, []int{0}, []int{0}))
+	require.NoError(t, err)
+	b, err := Bind(l, prog)
+	require.NoError(t, err)
+	require.Equal(t, "a_input0", b.Inputs[0].Tensor.Name)
+	require.Equal(t, "out@output", b.Outputs[0].Tensor.Name)
+	require.Len(t, b.Warnings, 2)
+	require.Contains(t, b.Warnings[0], `input surface "input" bound by position`)
+	require.Contains(t, b.Warnings[0], `"a_input0"`)
+	require.Contains(t, b.Warnings[1], `output surface "output" bound by position`)
+
+	// Matching names bind without a warning.
+	l, err = ParseLayout(attrsOf([]map[string]any{live("input", 4, 32, 64)}, []map[string]any{live("output@output", 4, 32, 64)},
+		[]string{"input"}, []string{"output@output"}, []int{0}, []int{0}))
+	require.NoError(t, err)
+	b, err = Bind(l, prog)
+	require.NoError(t, err)
+	require.Empty(t, b.Warnings)
+
+	// Position decides only what it can: a lone surface of the wrong
+	// shape is still refused.
+	l, err = ParseLayout(attrsOf([]map[string]any{live("a_input0", 5, 32, 64)}, []map[string]any{live("out@output", 4, 32, 64)},
+		[]string{"a_input0"}, []string{"out@output"}, []int{0}, []int{0}))
+	require.NoError(t, err)
+	_, err = Bind(l, prog)
+	require.ErrorIs(t, err, ErrLayout)
+}
+
+// TestBindAmbiguous keeps refusing what position cannot settle: two
+// output surfaces (the per-output layout) whose reported names match
+// neither.
+func TestBindAmbiguous(t *testing.T) {
+	prog := &lower.Program{
+		Inputs:         []lower.IOSpec{spec("x", []int{32}, 1, 32)},
+		Outputs:        []lower.IOSpec{spec("y", []int{32}, 1, 32), spec("z", []int{32}, 1, 32)},
+		InputSurfaces:  []lower.Surface{{Name: "x", Shape: []int{1, 1, 1, 32}}},
+		OutputSurfaces: []lower.Surface{{Name: "y", Shape: []int{1, 1, 1, 32}}, {Name: "z", Shape: []int{1, 1, 1, 32}}},
+	}
+	prog.Outputs[1].Surface = 1
+	l, err := ParseLayout(attrsOf([]map[string]any{live("a_input0", 1, 32, 64)},
+		[]map[string]any{live("out0@output", 1, 32, 64), live("out1@output", 1, 32, 64)},
+		[]string{"a_input0"}, []string{"out0@output", "out1@output"}, []int{0}, []int{0, 1}))
+	require.NoError(t, err)
+	_, err = Bind(l, prog)
+	require.ErrorIs(t, err, ErrLayout)
+	require.ErrorContains(t, err, `output "y"`)
+}
+
+// TestBindUntyped binds entries without a Type, as fp16, with a warning
+// naming each.
+func TestBindUntyped(t *testing.T) {
+	prog := &lower.Program{
+		Inputs:  []lower.IOSpec{spec("x", []int{32}, 1, 32)},
+		Outputs: []lower.IOSpec{spec("y", []int{32}, 1, 32)},
+	}
+	in, out := live("x", 1, 32, 64), live("y@output", 1, 32, 64)
+	delete(in, KeyType)
+	l, err := ParseLayout(attrsOf([]map[string]any{in}, []map[string]any{out}, []string{"x"}, []string{"y@output"}, []int{0}, []int{0}))
+	require.NoError(t, err)
+	require.Equal(t, TypeFloat16, l.Inputs[0].Type)
+	require.Equal(t, 2, l.Inputs[0].ElemSize)
+	b, err := Bind(l, prog)
+	require.NoError(t, err)
+	require.Equal(t, []string{`LiveInputList[0] ("x") has no Type; taken for Float16`}, b.Warnings)
 }

@@ -226,14 +226,14 @@ func (e *executable) build(m *Model, files []File) error {
 	if err != nil {
 		return err
 	}
-	inputs, outputs, err := Bind(layout, e.prog)
+	b, err := Bind(layout, e.prog)
 	if err != nil {
 		return err
 	}
 	for _, g := range []struct {
 		ports []Port
 		dst   *[]Port
-	}{{inputs, &e.inputs}, {outputs, &e.outputs}} {
+	}{{b.Inputs, &e.inputs}, {b.Outputs, &e.outputs}} {
 		order, err := RequestOrder(g.ports)
 		if err != nil {
 			return err

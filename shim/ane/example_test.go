@@ -50,11 +50,12 @@ func ExampleParseLayout() {
 		fmt.Println(err)
 		return
 	}
-	in, out, err := ane.Bind(layout, prog)
+	b, err := ane.Bind(layout, prog)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	in, out := b.Inputs, b.Outputs
 	inS, outS := ane.PlanSurfaces(ane.PortTensors(in), ane.PortTensors(out), ane.SurfaceOptions{PadToLargest: true})
 	for _, m := range in[0].Members {
 		fmt.Printf("input %s: rows %d.. of surface %q\n", m.Spec.Name, m.Row, in[0].Name)

@@ -42,7 +42,9 @@ const OutputSuffix = "@output"
 
 // Type values of a live-list entry, and their element sizes. Logged
 // dictionaries show exactly these spellings; any other Type is refused
-// rather than assumed to be fp16.
+// rather than assumed to be fp16. An entry without a Type is taken for
+// fp16, with a warning: the only programs this package emits are fp16,
+// and the one public driver that reads Type does the same.
 const (
 	TypeFloat16 = "Float16"
 	TypeFloat32 = "Float32"
@@ -111,6 +113,9 @@ type Layout struct {
 	Outputs       []Tensor // in LiveOutputList order
 	InputSymbols  Symbols
 	OutputSymbols Symbols
+	// Warnings lists what ParseLayout assumed: each entry without a Type,
+	// taken for fp16.
+	Warnings []string
 }
 
 // Symbols is one direction's symbol table from the model description.
@@ -211,10 +216,10 @@ func ParseLayout(attrs map[string]any) (*Layout, error) {
 		}
 	}
 	var err error
-	if l.Inputs, err = parseTensors(proc, KeyLiveInputList, l.InputSymbols); err != nil {
+	if l.Inputs, err = parseTensors(proc, KeyLiveInputList, l.InputSymbols, &l.Warnings); err != nil {
 		return nil, err
 	}
-	if l.Outputs, err = parseTensors(proc, KeyLiveOutputList, l.OutputSymbols); err != nil {
+	if l.Outputs, err = parseTensors(proc, KeyLiveOutputList, l.OutputSymbols, &l.Warnings); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -298,7 +303,7 @@ func intList(m map[string]any, key string) ([]int, error) {
 	return out, nil
 }
 
-func parseTensors(proc map[string]any, key string, symbols Symbols) ([]Tensor, error) {
+func parseTensors(proc map[string]any, key string, symbols Symbols, warnings *[]string) ([]Tensor, error) {
 	list, ok := asList(proc[key])
 	if !ok {
 		return nil, fmt.Errorf("%w: %s[0] has no %s array", ErrLayout, KeyNetworkStatusList, key)
@@ -309,9 +314,12 @@ func parseTensors(proc map[string]any, key string, symbols Symbols) ([]Tensor, e
 		if !ok {
 			return nil, fmt.Errorf("%w: %s[%d] is %T, not a dictionary", ErrLayout, key, i, e)
 		}
-		t, err := parseTensor(m)
+		t, untyped, err := parseTensor(m)
 		if err != nil {
 			return nil, within(fmt.Sprintf("%s[%d]", key, i), err)
+		}
+		if untyped {
+			*warnings = append(*warnings, fmt.Sprintf("%s[%d] (%q) has no %s; taken for %s", key, i, t.Name, KeyType, TypeFloat16))
 		}
 		ts[i] = t
 	}
@@ -321,8 +329,9 @@ func parseTensors(proc map[string]any, key string, symbols Symbols) ([]Tensor, e
 	return ts, nil
 }
 
-func parseTensor(m map[string]any) (Tensor, error) {
-	var t Tensor
+// parseTensor reads one live-list entry; untyped reports that it had no
+// Type and was taken for fp16.
+func parseTensor(m map[string]any) (t Tensor, untyped bool, err error) {
 	for _, f := range []struct {
 		key string
 		dst *string
@@ -333,7 +342,7 @@ func parseTensor(m map[string]any) (Tensor, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			return Tensor{}, fmt.Errorf("%w: %s is %T, not a string", ErrLayout, f.key, v)
+			return Tensor{}, false, fmt.Errorf("%w: %s is %T, not a string", ErrLayout, f.key, v)
 		}
 		*f.dst = s
 	}
@@ -353,23 +362,25 @@ func parseTensor(m map[string]any) (Tensor, error) {
 			if f.optional {
 				continue
 			}
-			return Tensor{}, fmt.Errorf("%w: tensor %q has no %s", ErrLayout, t.Name, f.key)
+			return Tensor{}, false, fmt.Errorf("%w: tensor %q has no %s", ErrLayout, t.Name, f.key)
 		}
 		n, ok := asInt(v)
 		if !ok {
-			return Tensor{}, fmt.Errorf("%w: tensor %q: %s = %v (%T) is not an integer", ErrLayout, t.Name, f.key, v, v)
+			return Tensor{}, false, fmt.Errorf("%w: tensor %q: %s = %v (%T) is not an integer", ErrLayout, t.Name, f.key, v, v)
 		}
 		if f.optional && f.key != KeyBatchStride && n == 0 {
 			// Present counts must be positive; 0 is reserved for absent.
-			return Tensor{}, fmt.Errorf("%w: tensor %q: %s = 0", ErrLayout, t.Name, f.key)
+			return Tensor{}, false, fmt.Errorf("%w: tensor %q: %s = 0", ErrLayout, t.Name, f.key)
 		}
 		*f.dst = n
 	}
-	var err error
-	if t.ElemSize, err = ElemSizeOf(t.Type); err != nil {
-		return Tensor{}, within(fmt.Sprintf("tensor %q", t.Name), err)
+	if _, present := m[KeyType]; !present || m[KeyType] == nil {
+		t.Type, untyped = TypeFloat16, true
 	}
-	return t, t.Validate()
+	if t.ElemSize, err = ElemSizeOf(t.Type); err != nil {
+		return Tensor{}, false, within(fmt.Sprintf("tensor %q", t.Name), err)
+	}
+	return t, untyped, t.Validate()
 }
 
 // ResolveIndices sets each tensor's Index: its position in procedure 0's
