@@ -17,13 +17,14 @@ import (
 // DType is a safetensors element type, spelled as in the file's header.
 type DType string
 
-// The element types nn reads into graph constants and writes. Files may hold
-// others (I64 position ids, for instance): they are accepted by
-// ReadSafetensors and refused by Weights.Get.
+// The element types nn reads (widened to float64) and writes: F32, F16,
+// BF16 and F64. Files may hold others (I64 position ids, for instance):
+// ReadSafetensors accepts them with Data nil, and Weights.Get refuses them.
 const (
 	F32  DType = "F32"
 	F16  DType = "F16"
 	BF16 DType = "BF16"
+	F64  DType = "F64"
 )
 
 // dtypeSizes are the element sizes of every dtype the safetensors format
@@ -32,7 +33,7 @@ var dtypeSizes = map[DType]int{
 	"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1,
 	"I16": 2, "U16": 2, F16: 2, BF16: 2,
 	"I32": 4, "U32": 4, F32: 4,
-	"I64": 8, "U64": 8, "F64": 8,
+	"I64": 8, "U64": 8, F64: 8,
 }
 
 // MaxHeaderBytes is the largest JSON header ReadSafetensors accepts (the
@@ -99,7 +100,7 @@ func (t Tensor) problem() string {
 	}
 	switch {
 	case t.Data == nil:
-		return fmt.Sprintf("weight %q has shape %v but no data (dtype %q; nn reads F32, F16 and BF16): give it %d values, or use the zero Tensor for none", t.Name, t.Shape, t.DType, need)
+		return fmt.Sprintf("weight %q has shape %v but no data (dtype %q; nn reads F32, F16, BF16 and F64): give it %d values, or use the zero Tensor for none", t.Name, t.Shape, t.DType, need)
 	case len(t.Data) != need:
 		return fmt.Sprintf("weight %q has %d values but its shape %v needs %d: make len(Data) the product of Shape", t.Name, len(t.Data), t.Shape, need)
 	}
@@ -123,7 +124,7 @@ func (w Weights) Get(name string, shape ...int) (Tensor, error) {
 		return Tensor{}, fmt.Errorf("nn: weight %q is missing (the file holds %d tensors%s): %w", name, len(w), w.near(name), ErrWeight)
 	}
 	if t.Data == nil {
-		return Tensor{}, fmt.Errorf("nn: weight %q has dtype %s; nn reads F32, F16 and BF16 tensors: convert it: %w", name, t.DType, ErrWeight)
+		return Tensor{}, fmt.Errorf("nn: weight %q has dtype %s; nn reads F32, F16, BF16 and F64 tensors: convert it: %w", name, t.DType, ErrWeight)
 	}
 	if shape != nil && !slices.Equal(shape, t.Shape) {
 		return Tensor{}, fmt.Errorf("nn: weight %q has shape %v, the model needs %v: %w", name, t.Shape, shape, ErrWeight)
@@ -165,7 +166,8 @@ type header struct {
 // length N, N bytes of JSON mapping each tensor name to its dtype, shape
 // and [begin, end) byte offsets in the data that follows (and an optional
 // "__metadata__" map of strings, ignored), then the raw little-endian data.
-// F32, F16 and BF16 tensors are widened to float64.
+// F32, F16 and BF16 tensors are widened to float64, F64 tensors read as
+// they are; tensors of other dtypes get Data nil.
 //
 // A malformed file is an error wrapping ErrFormat: a header length of 0 or
 // above MaxHeaderBytes, a header that is not a JSON object or names an
@@ -279,7 +281,7 @@ func (h header) check(name string) error {
 	return nil
 }
 
-// decode widens little-endian F32, F16, BF16 (and F64) data to float64; it
+// decode widens little-endian F32, F16, BF16 and F64 data to float64; it
 // returns nil for other dtypes. A tensor with no elements decodes to an
 // empty, non-nil slice.
 func decode(d DType, b []byte) []float64 {
@@ -300,7 +302,7 @@ func decode(d DType, b []byte) []float64 {
 		for i := range out {
 			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
 		}
-	case "F64":
+	case F64:
 		out = make([]float64, len(b)/8)
 		for i := range out {
 			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
@@ -310,11 +312,12 @@ func decode(d DType, b []byte) []float64 {
 }
 
 // WriteSafetensors writes ws as a safetensors file, tensors in name order,
-// each in its DType (F32 when empty; F32, F16 and BF16 are written), the
+// each in its DType (F32 when empty; F32, F16, BF16 and F64 are written,
+// F64 bit for bit, so a tensor read from F64 round-trips exactly), the
 // header padded with spaces to a multiple of 8 bytes. metadata may be nil.
 // A tensor whose data does not match its shape, or whose values do not fit
-// its dtype (NaN, or beyond fp16's or bfloat16's range), is an error
-// wrapping ErrWeight.
+// its dtype (NaN in any dtype, or beyond float32's, fp16's or bfloat16's
+// range), or of another dtype, is an error wrapping ErrWeight.
 func WriteSafetensors(w io.Writer, ws Weights, metadata map[string]string) error {
 	names := make([]string, 0, len(ws))
 	for n := range ws {
@@ -403,8 +406,15 @@ func encode(dst []byte, name string, d DType, xs []float64) ([]byte, error) {
 			}
 			dst = binary.LittleEndian.AppendUint16(dst, b)
 		}
+	case F64:
+		for i, x := range xs {
+			if math.IsNaN(x) {
+				return nil, bad(i, "a number")
+			}
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(x))
+		}
 	default:
-		return nil, fmt.Errorf("nn: safetensors: tensor %q: nn writes F32, F16 and BF16, not %q: %w", name, d, ErrWeight)
+		return nil, fmt.Errorf("nn: safetensors: tensor %q: nn writes F32, F16, BF16 and F64, not %q: %w", name, d, ErrWeight)
 	}
 	return dst, nil
 }
