@@ -72,7 +72,7 @@ func (d *device) Compile(p *lower.Program) (shim.Executable, error) {
 	if err := CheckProgram(p, d.info.Target); err != nil {
 		return nil, err
 	}
-	model, err := PlanModel(p)
+	model, err := PlanModel(p, WeightLayoutFor(d.info.Target, d.opts.Weights))
 	if err != nil {
 		return nil, err
 	}

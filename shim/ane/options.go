@@ -3,6 +3,7 @@ package ane
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 )
 
 // Options configure a device opened with OpenWith.
@@ -16,6 +17,18 @@ type Options struct {
 	// reports that mapping fails on this (MIL) route with code 13. A failed
 	// mapping is not an error; it is recorded in the executable's Mapping.
 	MapSurfaces bool
+	// Weights chooses how a program's constants are split into weight
+	// files; WeightsAuto (the zero value) is one file per constant on M1
+	// and the lowering's one shared file elsewhere.
+	Weights WeightLayout
+	// NoHardwareTime leaves the framework's performance statistics off:
+	// by default each run asks for the engine's own execution time (see
+	// the executable's HardwareTime) where the framework offers it.
+	NoHardwareTime bool
+	// Logger, if set, receives each executable's warnings (the
+	// assumptions behind its binding, a fallback compile) as they are
+	// made. They are kept in the executable's Warnings either way.
+	Logger *slog.Logger
 }
 
 // DefaultOptions are the options Open uses: DefaultSurfaceOptions and no

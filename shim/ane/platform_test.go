@@ -32,7 +32,7 @@ func TestCheckDevice(t *testing.T) {
 	ok := []Probe{
 		{DeviceInfo: true, HasANE: true, Brand: "Apple M3 Pro"},
 		{DeviceInfo: true, HasANE: true, Brand: ""}, // the framework's word is enough
-		{Brand: "Apple M1"},                         // no _ANEDeviceInfo: the brand decides
+		{Brand: "Apple M1"}, // no _ANEDeviceInfo: the brand decides
 	}
 	for _, p := range ok {
 		require.NoError(t, CheckDevice(p), "%+v", p)
