@@ -50,7 +50,7 @@
 // with 2^s ≥ f, so that no stage grows the largest modulus: every matmul
 // output stays at or below 2¹³ by construction, a factor 4 under the
 // engine's matmul cliff of 32752, whatever the input (a constant input
-// reaches the bound; TestStageBound checks it in exact arithmetic). s is
+// reaches the bound; the package's tests check it in exact arithmetic). s is
 // lowered where 2^−s would make a nonzero entry an fp16 subnormal (the
 // engine may flush them), and the input scaling takes the growth left over.
 // The output is unscaled on the host, exactly. NaN or ±Inf input, or one
@@ -69,11 +69,11 @@
 // output, and per twiddle that of its entries, two products and a sum.
 // Measured against gonum in float64 (relative L2 error, worst of random
 // data, an impulse, a chirp, an off-grid tone and a mixture spanning ten
-// orders of magnitude; TestAccuracyTable):
+// orders of magnitude):
 //
 //   - sim (the wide accumulator the engine has): 2.1e-4 … 3.4e-4 for the
 //     dense sizes up to 256, 5.7e-4 … 6.5e-4 staged up to 65536 (the
-//     issue's 4e-4 and 1e-3);
+//     bounds 4e-4 and 1e-3);
 //   - sim-narrow (the pessimistic model, fp16 running sums in every conv,
 //     subnormals flushed): where a device's Info names such an
 //     accumulator, FP16 runs an exact digit program instead (see Narrow
@@ -106,7 +106,7 @@
 // elementwise ops (634 nodes for 1024 points against FP16's 19), so the
 // engine time is modeled 5× FP16's at 1024 points and 70× at 65536,
 // bandwidth-bound on the digit arithmetic. Measured: sim 8e-10 … 1.3e-7 up
-// to 65536 points, 3.4e-7 for a 2-D 512×128 (four stages; the issue's
+// to 65536 points, 3.4e-7 for a 2-D 512×128 (four stages; the bound
 // 1e-6). On an fp16 running sum the exactness of the 6-bit digit sums is
 // lost; the narrow digit program below keeps it.
 //
@@ -127,9 +127,9 @@
 // bits) and 10 in Compensated (30 bits); the data levels grow with the
 // stages, since the signal that loses most to fixed digit grids, an
 // impulse, sits Π f below the bound after blocks of Π f points: 7 to 11
-// levels in FP16, 11 to 13 in Compensated (up to 2¹⁸). Measured under sim-narrow
-// (TestAccuracyTable): FP16 1.9e-5 … 1.2e-4, Compensated 1.1e-9 … 2.7e-7
-// up to 65536 points. The price is work: 65536 points are four 16-point
+// levels in FP16, 11 to 13 in Compensated (up to 2¹⁸). Measured under
+// sim-narrow: FP16 1.9e-5 … 1.2e-4, Compensated 1.1e-9 … 2.7e-7 up to
+// 65536 points. The price is work: 65536 points are four 16-point
 // stages, and the modeled M1 time is 129 ms in FP16 and 237 ms in
 // Compensated, against 1.3 ms for the one-pass FP16 program and 93 ms for
 // the wide Compensated one (lower.Estimate; at 1024 points 1.0 and 2.0 ms
@@ -150,6 +150,10 @@
 // in float64 must agree within a quarter of the RMS bin, far above any
 // correct device's error and far below a broken one's, or the transform
 // fails with ErrDevice instead of returning a wrong number (a device
-// returning noise of the right norm, zeros or scaled results is caught;
-// TestFaultyDevice).
+// returning noise of the right norm, zeros or scaled results is caught).
+// The check runs on x and the result multiplied by the same power of two,
+// which brings x's largest part to [1/2, 1), so its sums of squares
+// neither overflow nor underflow: the modes' accuracy and the check hold
+// for any finite signal whose transform fits in float64, subnormal ones
+// included.
 package fft

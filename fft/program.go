@@ -272,13 +272,16 @@ func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex1
 				y[nat] = complex(math.Ldexp(float64(outs[0][ir]), sc), math.Ldexp(float64(outs[0][ii]), sc))
 				continue
 			}
+			// The pieces are added in the program's units and the sum is
+			// unscaled once: adding them after unscaling would round each
+			// to float64's subnormal grid for a subnormal signal.
 			var re, im float64
 			for k := len(outs) - 1; k >= 0; k-- {
-				u := p.comp.units[k] + l.outShift - exps[b]
-				re += math.Ldexp(float64(outs[k][ir]), u)
-				im += math.Ldexp(float64(outs[k][ii]), u)
+				re += math.Ldexp(float64(outs[k][ir]), p.comp.units[k])
+				im += math.Ldexp(float64(outs[k][ii]), p.comp.units[k])
 			}
-			y[nat] = complex(re, im)
+			sc := l.outShift - exps[b]
+			y[nat] = complex(math.Ldexp(re, sc), math.Ldexp(im, sc))
 		}
 	}
 	return res
