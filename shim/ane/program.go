@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/lower/mil"
 	"github.com/anemone-go/anemone/shim"
 )
 
@@ -93,8 +94,9 @@ func Fits(pt, dt lower.Target) error {
 // MIL present, at least one input and one output (the request needs both),
 // unique non-empty names for the logical tensors and for the surfaces, every
 // surface [1, C, 1, S] within the device target, every logical tensor a band
-// of rows inside its surface consistent with its logical shape, and a
-// program target that fits the device's. Errors wrap ErrProgram (and so
+// of rows inside its surface consistent with its logical shape, a program
+// target that fits the device's, and every tensor the MIL computes within
+// the target on every axis (CheckTensors). Errors wrap ErrProgram (and so
 // shim.ErrUnsupported).
 func CheckProgram(p *lower.Program, dev lower.Target) error {
 	if p == nil {
@@ -144,9 +146,78 @@ func CheckProgram(p *lower.Program, dev lower.Target) error {
 			if err := checkShape(g.kind, pt); err != nil {
 				return fmt.Errorf("%w: %v", ErrProgram, err)
 			}
-			if ds := pt.Shape; ds[1] > dev.MaxChannels || ds[3] > dev.MaxSpatial {
-				return fmt.Errorf("%w: %s surface %q of shape %v exceeds the device's %d channels or %d spatial", ErrProgram, g.kind, pt.Name, ds, dev.MaxChannels, dev.MaxSpatial)
+			if err := checkAxes(g.kind+" surface "+strconv.Quote(pt.Name), pt.Shape, dev); err != nil {
+				return err
 			}
+		}
+	}
+	return CheckTensors(p.MIL, dev)
+}
+
+// MaxHeight bounds the height axis, the second to last, of every tensor on
+// every family (docs/ENGINE.md §5): it is not the spatial axis, and does
+// not share its limit.
+const MaxHeight = 16384
+
+// CheckTensors parses the MIL and checks every tensor main takes or
+// computes against the device target, axis by axis: the rank, the last
+// (spatial) axis against MaxSpatial, the second to last (height) against
+// MaxHeight, and every other axis against MaxChannels. Constants are left
+// to the compiler: they are data in the weight file, not tensors the
+// engine lays out. The lowering checks only the last axis of each node, so
+// a padded output band or a rank-2 intermediate [R, S] with R past the
+// height limit is caught here, before the compiler sees it. A MIL text
+// that does not parse, or any tensor out of bounds, is an error wrapping
+// ErrProgram naming the tensor, the axis and the limit.
+func CheckTensors(text []byte, dev lower.Target) error {
+	prog, err := mil.Parse(text)
+	if err != nil {
+		return fmt.Errorf("%w: the MIL does not parse: %v", ErrProgram, err)
+	}
+	for _, fn := range prog.Functions {
+		for _, v := range fn.Inputs {
+			if err := checkVar(fn.Name, "input", v, dev); err != nil {
+				return err
+			}
+		}
+		for _, op := range fn.Ops {
+			if op.Kind == "const" {
+				continue
+			}
+			for _, v := range op.Outputs {
+				if err := checkVar(fn.Name, op.Kind, v, dev); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkVar(fn, kind string, v mil.Var, dev lower.Target) error {
+	if !v.Type.Tensor {
+		return nil
+	}
+	return checkAxes(fmt.Sprintf("%s %q (%s at %s in %s)", "tensor", v.Name, kind, v.Pos, fn), v.Type.Shape, dev)
+}
+
+// checkAxes holds each axis of shape to its limit on dev; what names the
+// tensor in the error.
+func checkAxes(what string, shape []int, dev lower.Target) error {
+	r := len(shape)
+	if r > dev.MaxRank {
+		return fmt.Errorf("%w: %s of shape %v has rank %d, over target %s's %d", ErrProgram, what, shape, r, dev.Name, dev.MaxRank)
+	}
+	for i, d := range shape {
+		role, limit := "channel", dev.MaxChannels
+		switch i {
+		case r - 1:
+			role, limit = "spatial", dev.MaxSpatial
+		case r - 2:
+			role, limit = "height", MaxHeight
+		}
+		if d > limit {
+			return fmt.Errorf("%w: %s of shape %v: axis %d (%s) is %d, over target %s's %s limit of %d; lower it for this target, or split the work", ErrProgram, what, shape, i, role, d, dev.Name, role, limit)
 		}
 	}
 	return nil

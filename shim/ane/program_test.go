@@ -68,7 +68,7 @@ func TestFits(t *testing.T) {
 func TestCheckProgram(t *testing.T) {
 	good := func() *lower.Program {
 		return &lower.Program{
-			MIL:     []byte("program(1.3)"),
+			MIL:     []byte("program(1.3) { }"),
 			Inputs:  []lower.IOSpec{spec("x", []int{4, 30}, 4, 32)},
 			Outputs: []lower.IOSpec{spec("y", []int{4}, 1, 32)},
 			Target:  "ane-m1",
@@ -137,4 +137,61 @@ func TestCheckProgram(t *testing.T) {
 		})
 	}
 	require.ErrorIs(t, CheckProgram(nil, lower.TargetM1), ErrProgram)
+}
+
+// tensorMIL is a program whose pad writes an output band of shape out from
+// an intermediate of shape mid, the way the lowering pads rows.
+func tensorMIL(mid, out string) []byte {
+	return []byte(`program(1.3)
+{
+    func main<ios18>(tensor<fp16, [1, 1, 1, 32]> x) {
+        tensor<int32, [2]> s = const()[name = string("s"), val = tensor<int32, [2]>([20000, 32])];
+        tensor<fp16, [20000, 32]> w = const()[name = string("w"), val = tensor<fp16, [20000, 32]>(BLOBFILE(path = string("@model_path/weights/weight.bin"), offset = uint64(64)))];
+        tensor<fp16, ` + mid + `> m = reshape(shape = s, x = x)[name = string("m")];
+        tensor<fp16, ` + out + `> y = pad(x = m)[name = string("y")];
+    } -> (y);
+}
+`)
+}
+
+// TestCheckTensors holds every axis of every computed tensor to the
+// target: a rank-2 intermediate's rows to the height limit, a padded band's
+// width to the spatial one, and channels and rank to theirs. Constants,
+// here a [20000, 32] weight, are the compiler's business.
+func TestCheckTensors(t *testing.T) {
+	require.NoError(t, CheckTensors(tensorMIL("[16384, 32]", "[1, 1, 1, 16384]"), lower.TargetM1))
+	require.NoError(t, CheckTensors(tensorMIL("[1, 65536, 1, 32]", "[1, 1, 1, 65536]"), lower.TargetM4))
+	bad := []struct {
+		mid, out string
+		target   lower.Target
+		want     string
+	}{
+		{"[20000, 32]", "[1, 1, 1, 32]", lower.TargetM1, `tensor "m" (reshape at 6:35 in main) of shape [20000 32]: axis 0 (height) is 20000, over target ane-m1's height limit of 16384`},
+		{"[20000, 32]", "[1, 1, 1, 32]", lower.TargetM4, "axis 0 (height) is 20000"},
+		{"[1, 1, 20000, 32]", "[1, 1, 1, 32]", lower.TargetM4, "axis 2 (height) is 20000"},
+		{"[1, 1, 1, 32]", "[1, 1, 1, 20000]", lower.TargetM1, `tensor "y" (pad at 7:40 in main) of shape [1 1 1 20000]: axis 3 (spatial) is 20000, over target ane-m1's spatial limit of 16384`},
+		{"[1, 70000, 1, 32]", "[1, 1, 1, 32]", lower.TargetM4, "axis 1 (channel) is 70000, over target ane-m4's channel limit of 65536"},
+		{"[1, 1, 1, 1, 1, 32]", "[1, 1, 1, 32]", lower.TargetM1, "has rank 6, over target ane-m1's 5"},
+	}
+	for _, tc := range bad {
+		err := CheckTensors(tensorMIL(tc.mid, tc.out), tc.target)
+		require.ErrorIs(t, err, ErrProgram, "%s %s", tc.mid, tc.out)
+		require.ErrorContains(t, err, tc.want)
+	}
+	err := CheckTensors([]byte("program(1.3)"), lower.TargetM1)
+	require.ErrorIs(t, err, ErrProgram)
+	require.ErrorContains(t, err, "does not parse")
+
+	// CheckProgram applies it, and to the surfaces' every axis.
+	p := &lower.Program{
+		MIL:     tensorMIL("[20000, 32]", "[1, 1, 1, 32]"),
+		Inputs:  []lower.IOSpec{spec("x", []int{32}, 1, 32)},
+		Outputs: []lower.IOSpec{spec("y", []int{32}, 1, 32)},
+		Target:  "ane-m1",
+	}
+	require.ErrorContains(t, CheckProgram(p, lower.TargetM1), "axis 0 (height) is 20000")
+	p.MIL = tensorMIL("[16, 32]", "[1, 1, 1, 32]")
+	require.NoError(t, CheckProgram(p, lower.TargetM1))
+	p.Outputs[0] = spec("y", []int{70000, 32}, 70000, 32)
+	require.ErrorContains(t, CheckProgram(p, lower.TargetM1), `output surface "y" of shape [1 70000 1 32]: axis 1 (channel) is 70000`)
 }
