@@ -131,10 +131,11 @@ func TestMatMulTiled(t *testing.T) {
 }
 
 func testMatMulTiled(t *testing.T, name string, wide bool) {
-	dev := openDevice(t, name)
-	cases := []struct{ m, k, n, programs int }{
-		{16400, 8, 3, 2},
-		{4, 20000, 3, 1},
+	// 16400 rows are two bands of 8200: one program (the bands have one
+	// shape, and A is a runtime operand), two dispatches.
+	cases := []struct{ m, k, n, programs, dispatches int }{
+		{16400, 8, 3, 1, 2},
+		{4, 20000, 3, 1, 1},
 	}
 	for _, tc := range cases {
 		for _, mode := range []precision.Mode{precision.FP16, precision.Compensated} {
@@ -145,13 +146,19 @@ func testMatMulTiled(t *testing.T, name string, wide bool) {
 				rng := newRNG(7)
 				a, b := randn(rng, tc.m, tc.k), randn(rng, tc.k, tc.n)
 				var st Stats
-				c, err := MatMul(a, b, &Settings{Device: dev, Precision: mode, Stats: &st})
+				fresh := openDevice(t, name) // so that the compiles are this call's
+				c, err := MatMul(a, b, &Settings{Device: fresh, Precision: mode, Stats: &st})
 				require.NoError(t, err)
 				ref, err := reference.MatMul(a, b)
 				require.NoError(t, err)
 				require.LessOrEqual(t, frobRelErr(c, ref), matMulTol(mode, tc.k, wide))
 				require.Equal(t, tc.programs, st.Programs)
-				require.Equal(t, tc.programs, st.Dispatches)
+				require.Equal(t, tc.dispatches, st.Dispatches)
+				// Again on the same device: the program is there already.
+				_, err = MatMul(a, b, &Settings{Device: fresh, Precision: mode, Stats: &st})
+				require.NoError(t, err)
+				require.Zero(t, st.Programs)
+				require.Zero(t, st.ModeledCompile)
 			})
 		}
 	}

@@ -66,19 +66,24 @@ func (r *nsResult) ok() bool { return r.x != nil && r.resF < nsAccept }
 func newtonSchulz(fn string, cfg *config, b *mat.Dense, mode precision.Mode) (*nsResult, error) {
 	n, _ := b.Dims()
 	res := &nsResult{mode: mode, resF: math.Inf(1)}
+	// Both products are n×n by n×n: one program, two sessions, B resident
+	// in one, the iterate X rewritten into the other every step.
 	pb, err := newPlan(fn, cfg, b, n, mode)
 	if err != nil {
 		return res, err
 	}
 	defer pb.close()
+	px, err := newShapePlan(fn, cfg, n, n, n, mode)
+	if err != nil {
+		return res, err
+	}
+	defer px.close()
 	run, err := newtonschulz.Run(b, newtonschulz.Config{Stop: nsStop, Reach: reach(mode), Seed: 0x6c696e616c67}, newtonschulz.Products{
 		MulB: func(dst, x *mat.Dense) error { return pb.apply(fn, dst, x) },
 		MulX: func(dst, x, m *mat.Dense) error {
-			px, err := newPlan(fn, cfg, x, n, mode)
-			if err != nil {
+			if err := px.setA(fn, x); err != nil {
 				return err
 			}
-			defer px.close()
 			return px.apply(fn, dst, m)
 		},
 		Host: func(d time.Duration) { cfg.stats.Host += d },

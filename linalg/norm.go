@@ -52,6 +52,7 @@ func Norm2(a mat.Matrix, s *Settings) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer cfg.stats.finish()
 	_, n, err := checkMatrix(fn, "a", a)
 	if err != nil {
 		return 0, err

@@ -9,11 +9,13 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// plan is C = A·B for a fixed m×k A and k×n right operands, on the device,
-// in one program per band of A's rows: the device writes Cᵀ = Bᵀ·Aᵀ, whose
+// plan is C = A·B for an m×k A and k×n right operands, on the device, in
+// one program per band of A's rows: the device writes Cᵀ = Bᵀ·Aᵀ, whose
 // last axis is m, so bands of at most the target's MaxSpatial rows keep
 // every program legal (contractions longer than the limit are cut inside
-// the program by precision's products).
+// the program by precision's products). A is a runtime operand, resident
+// on the device: the programs depend on the shape alone, and setA changes
+// the matrix without a compile.
 type plan struct {
 	cfg     *config
 	mode    precision.Mode
@@ -27,9 +29,23 @@ type band struct {
 }
 
 // newPlan compiles A·B for n columns of B in mode (FP16, Compensated or
-// Float64).
+// Float64), with A = a.
 func newPlan(fn string, cfg *config, a mat.Matrix, n int, mode precision.Mode) (*plan, error) {
 	m, k := a.Dims()
+	pl, err := newShapePlan(fn, cfg, m, k, n, mode)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.setA(fn, a); err != nil {
+		pl.close()
+		return nil, err
+	}
+	return pl, nil
+}
+
+// newShapePlan compiles A·B for m×k matrices A and n columns of B; setA
+// gives A.
+func newShapePlan(fn string, cfg *config, m, k, n int, mode precision.Mode) (*plan, error) {
 	pl := &plan{cfg: cfg, mode: mode, m: m, k: k, n: n}
 	nb := (m + cfg.maxSpat - 1) / cfg.maxSpat
 	start := time.Now()
@@ -37,19 +53,35 @@ func newPlan(fn string, cfg *config, a mat.Matrix, n int, mode precision.Mode) (
 	for i := range nb {
 		off := i * m / nb
 		end := (i + 1) * m / nb
-		var sub mat.Matrix = a
-		if nb > 1 {
-			sub = rowSlice(a, off, end)
-		}
-		p, err := precision.NewMatMul(cfg.dev, sub, n, cfg.productOptions(mode))
+		p, err := precision.NewMatMulShape(cfg.dev, end-off, k, n, cfg.productOptions(mode))
 		if err != nil {
 			pl.close()
 			return nil, wrapDevice(fn, err)
 		}
-		cfg.stats.Programs++
+		if rep := p.Compiled(); rep.Fresh {
+			cfg.stats.Programs++
+			cfg.stats.ModeledCompile += rep.Modeled
+		}
 		pl.bands = append(pl.bands, band{off, end - off, p})
 	}
 	return pl, nil
+}
+
+// setA makes a (m×k) the left operand: its bands are written to the
+// device once and stay there.
+func (pl *plan) setA(fn string, a mat.Matrix) error {
+	start := time.Now()
+	defer func() { pl.cfg.stats.Host += time.Since(start) }()
+	for _, bd := range pl.bands {
+		var sub mat.Matrix = a
+		if len(pl.bands) > 1 {
+			sub = rowSlice(a, bd.off, bd.off+bd.len)
+		}
+		if err := bd.p.SetA(sub); err != nil {
+			return wrapDevice(fn, err)
+		}
+	}
+	return nil
 }
 
 // rowSlice returns rows [off, end) of a as a dense copy.
@@ -64,7 +96,9 @@ func rowSlice(a mat.Matrix, off, end int) *mat.Dense {
 	return d
 }
 
-// apply computes dst = A·b (dst m×n, sized if empty), one dispatch per band.
+// apply computes dst = A·b (dst m×n, sized if empty), one dispatch per
+// band. The time inside the device's runs is Device; the rest (scaling,
+// limb splits, fp16 conversion, unscaling) is host work.
 func (pl *plan) apply(fn string, dst *mat.Dense, b mat.Matrix) error {
 	if pl.cfg.stats.Dispatches+len(pl.bands) > pl.cfg.budget {
 		return fmt.Errorf("linalg: %s: MaxDispatches = %d reached: %w", fn, pl.cfg.budget, ErrNotConverged)
@@ -72,16 +106,20 @@ func (pl *plan) apply(fn string, dst *mat.Dense, b mat.Matrix) error {
 	if dst.IsEmpty() {
 		dst.ReuseAs(pl.m, pl.n)
 	}
-	start := time.Now()
-	defer func() { pl.cfg.stats.Device += time.Since(start) }()
 	for _, bd := range pl.bands {
+		start := time.Now()
+		dev0 := bd.p.Session().Stats().Device
 		var out mat.Dense
 		err := bd.p.Apply(&out, b)
+		dev := bd.p.Session().Stats().Device - dev0
+		pl.cfg.stats.Device += dev
+		pl.cfg.stats.Host += time.Since(start) - dev
 		pl.cfg.stats.Dispatches++
 		if err != nil {
 			return wrapDevice(fn, err)
 		}
 		pl.cfg.stats.Flops += int64(math.Round(2 * float64(bd.len) * float64(pl.k) * float64(pl.n) * bd.p.Work()))
+		pl.cfg.stats.ModeledTime += bd.p.Cost().Time
 		if len(pl.bands) == 1 {
 			dst.Copy(&out)
 		} else {
@@ -169,6 +207,7 @@ func MatMul(a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer cfg.stats.finish()
 	m, k, err := checkMatrix("MatMul", "a", a)
 	if err != nil {
 		return nil, err
@@ -201,6 +240,7 @@ func MatVec(a mat.Matrix, x []float64, s *Settings) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer cfg.stats.finish()
 	m, k, err := checkMatrix("MatVec", "a", a)
 	if err != nil {
 		return nil, err

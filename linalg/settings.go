@@ -77,8 +77,9 @@ type Settings struct {
 // Stats reports the work of one call.
 type Stats struct {
 	// Dispatches counts device programs run; Programs the programs
-	// compiled (neither counts the accumulator probe, which runs once per
-	// device).
+	// compiled by this call (a program of a shape the device already
+	// holds is not compiled again; neither counts the accumulator probe,
+	// which runs once per device).
 	Dispatches, Programs int
 	// Flops counts the device's fp16 multiply-adds ×2, limb products
 	// included.
@@ -103,10 +104,21 @@ type Stats struct {
 	// of 3-bit digits.
 	Narrow bool
 	// Device is time spent in device dispatches (the simulator's when there
-	// is no engine), Host the float64 work on the host, Build the graph
-	// construction, lowering and compilation.
+	// is no engine), Host the host's work (float64 refinement, scaling,
+	// limb splits and fp16 conversion), Build the graph construction,
+	// lowering and the device's compile (on the simulator, its parse).
 	Device, Host, Build time.Duration
+	// ModeledTime is the modeled engine time of the dispatches
+	// (lower.Estimate, for the device's family; the simulator's programs
+	// as ane-m1), ModeledCompile the modeled compile and load time of the
+	// programs compiled (lower.EstimateCompile; zero when every program
+	// was already compiled), and ModeledTotal what a user waits for:
+	// ModeledTime + ModeledCompile + Host + Build.
+	ModeledTime, ModeledCompile, ModeledTotal time.Duration
 }
+
+// finish fills in ModeledTotal.
+func (s *Stats) finish() { s.ModeledTotal = s.ModeledTime + s.ModeledCompile + s.Host + s.Build }
 
 type config struct {
 	dev     shim.Device

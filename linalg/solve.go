@@ -97,6 +97,7 @@ func solve(fn string, a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer cfg.stats.finish()
 	e, err := equilibrate(fn, a)
 	if err != nil {
 		return nil, err
@@ -212,6 +213,7 @@ func Inverse(a mat.Matrix, s *Settings) (*mat.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer cfg.stats.finish()
 	e, err := equilibrate(fn, a)
 	if err != nil {
 		return nil, err

@@ -225,10 +225,15 @@ func (e *timedExecutable) Run(in [][]float32) ([][]float32, error) {
 	return out, err
 }
 
-// TestSolveHostShare: everything but the simulated dispatches and the
-// program builds — residuals, limb splitting, Lanczos, bookkeeping — takes
-// less than a quarter of the simulated device time (best of three), on
-// either device.
+// TestSolveHostShare: the host's part of a solve — residuals, limb
+// splits, scaling and fp16 conversion, Lanczos, bookkeeping — against the
+// modeled engine time of the same dispatches (never the simulator's wall
+// time, which is hundreds of times the engine's), best of three. This
+// solver's host does O(n²) work per O(n³) device product, so its share
+// falls with n; at n = 64 the engine's dispatches are floor-bound (about
+// 0.4 ms each, modeled) and the host's limb splits and conversions take
+// about as long: 1.6–1.9 measured on this machine's kind. The bound is
+// that with a margin for a loaded machine.
 func TestSolveHostShare(t *testing.T) {
 	for _, d := range devices {
 		n := shortSize(128, 64, 32, d.wide)
@@ -236,18 +241,16 @@ func TestSolveHostShare(t *testing.T) {
 		b := randn(newRNG(9), n, 16)
 		bestRatio := math.Inf(1)
 		for range 3 {
-			dev := &timedDevice{Device: openDevice(t, d.name)}
 			var st Stats
-			start := time.Now()
-			_, err := SolveMany(a, b, &Settings{Device: dev, Stats: &st, NoCache: true})
-			wall := time.Since(start)
+			_, err := SolveMany(a, b, &Settings{Device: openDevice(t, d.name), Stats: &st, NoCache: true})
 			require.NoError(t, err)
-			host := wall - dev.run - st.Build
-			ratio := host.Seconds() / dev.run.Seconds()
-			t.Logf("%s n=%d: wall %v, device %v, build %v, host %v (%.3f of device)", d.name, n, wall, dev.run, st.Build, host, ratio)
+			require.Positive(t, st.ModeledTime)
+			ratio := st.Host.Seconds() / st.ModeledTime.Seconds()
+			t.Logf("%s n=%d: %d dispatches, host %v, modeled engine %v (ane-m1), modeled compile %v (%d programs), build %v, total %v: host share %.3f of the modeled engine time",
+				d.name, n, st.Dispatches, st.Host, st.ModeledTime, st.ModeledCompile, st.Programs, st.Build, st.ModeledTotal, ratio)
 			bestRatio = math.Min(bestRatio, ratio)
 		}
-		require.Less(t, bestRatio, 0.25, d.name)
+		require.Less(t, bestRatio, 3.0, d.name)
 	}
 }
 

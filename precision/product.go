@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/anemone-go/anemone/dataflow"
-	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
 	"gonum.org/v1/gonum/mat"
 )
@@ -55,11 +55,17 @@ type outRef struct {
 	s, kc, nb int
 }
 
-// product computes Y = A·X for a fixed m×k matrix A (graph constants) and
-// k×n matrices X supplied per call. The device computes Yᵀ = Xᵀ·Aᵀ, so the
-// outputs are n×m blocks.
+// product computes Y = A·X for an m×k matrix A and k×n matrices X, both
+// runtime operands: the program is compiled once per shape and mode, A is
+// written into the device's input surface once per matrix (setA) and stays
+// there, X is written at every apply. The device computes Yᵀ = Xᵀ·Aᵀ, so
+// the outputs are n×m blocks.
 type product struct {
 	exe         shim.Executable
+	ses         *shim.Session
+	compiled    shim.CompileReport
+	cost        lower.Cost // of one dispatch, modeled for the device's family
+	aSet        bool
 	mode        Mode
 	m, k, n     int
 	limbs, bits int
@@ -67,6 +73,8 @@ type product struct {
 	rowExp      []int // A's per-row exponent: limb exponent (compensated) or scaling (FP16)
 	kch, nbl    []span
 	outs        []outRef
+	outNames    []string  // the program output of each outs entry
+	out         []float64 // one output block, reused
 	passes      int
 	work        float64 // products computed, in units of m·k·n (one plain pass)
 
@@ -153,14 +161,10 @@ func maxSpan(s []span) int {
 // FP16: A is scaled per row and X per column into [1, 2) (Pow2Scale),
 // rounded to fp16 and multiplied in one pass per chunk of ≤ 8192 (no
 // overflow possible); the host unscales and adds the chunks.
-func newProduct(fn string, dev shim.Device, a mat.Matrix, n int, opts MatVecOptions) (*product, error) {
+func newProduct(fn string, dev shim.Device, m, k, n int, opts MatVecOptions) (*product, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("precision: %s: nil device: %w", fn, shim.ErrNoDevice)
 	}
-	if a == nil {
-		return nil, fmt.Errorf("precision: %s: nil matrix: %w", fn, ErrShape)
-	}
-	m, k := a.Dims()
 	if m < 1 || k < 1 || n < 1 {
 		return nil, fmt.Errorf("precision: %s: empty product (%d×%d times %d columns): %w", fn, m, k, n, ErrShape)
 	}
@@ -168,62 +172,137 @@ func newProduct(fn string, dev shim.Device, a mat.Matrix, n int, opts MatVecOpti
 	if err != nil {
 		return nil, err
 	}
-	maxK := dev.Info().Target.MaxSpatial
+	target := dev.Info().Target
+	maxK := target.MaxSpatial
 	if maxK <= 0 {
 		maxK = 16384
 	}
 	p := &product{mode: mode, m: m, k: k, n: n, limbs: limbs, bits: nbits}
 	g := dataflow.New()
 	if mode == FP16 {
-		err = p.buildFP16(fn, g, a, maxK)
+		err = p.buildFP16(g, maxK)
 	} else {
-		err = p.buildCompensated(fn, g, a, maxK)
+		err = p.buildCompensated(fn, g, maxK)
 	}
 	if err != nil {
 		return nil, err
 	}
-	exe, err := shim.Build(dev, g)
+	exe, rep, err := shim.BuildReported(dev, g)
 	if err != nil {
 		return nil, fmt.Errorf("precision: %s: building the %v program for %d×%d times %d columns: %w", fn, mode, m, k, n, err)
 	}
-	p.exe = exe
+	ses, err := shim.NewSession(exe)
+	if err != nil {
+		return nil, fmt.Errorf("precision: %s: %w", fn, err)
+	}
+	p.exe, p.ses, p.compiled = exe, ses, rep
+	if c, err := lower.Estimate(exe.Program(), target.Name); err == nil {
+		p.cost = c
+	}
 	return p, nil
 }
 
-func (p *product) buildFP16(fn string, g *dataflow.Graph, a mat.Matrix, maxK int) error {
-	m, k, n := p.m, p.k, p.n
-	p.rowExp = make([]int, m)
-	row := make([]float64, k)
-	for i := range m {
-		for j := range k {
-			row[j] = a.At(i, j)
-		}
-		e, err := Pow2Scale(row)
-		if err != nil {
-			return fmt.Errorf("precision: %s: row %d of A: %w", fn, i, err)
-		}
-		p.rowExp[i] = e
+// newProductFor is newProduct for a's shape with A set to a.
+func newProductFor(fn string, dev shim.Device, a mat.Matrix, n int, opts MatVecOptions) (*product, error) {
+	if a == nil {
+		return nil, fmt.Errorf("precision: %s: nil matrix: %w", fn, ErrShape)
 	}
+	m, k := a.Dims()
+	p, err := newProduct(fn, dev, m, k, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.setA(fn, a); err != nil {
+		_ = p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// setA writes A into the device's input surface: scaled per row into
+// [1, 2) and rounded (FP16), or split into limbs (Compensated). No compile.
+func (p *product) setA(fn string, a mat.Matrix) error {
+	if a == nil {
+		return fmt.Errorf("precision: %s: nil matrix: %w", fn, ErrShape)
+	}
+	if r, c := a.Dims(); r != p.m || c != p.k {
+		return fmt.Errorf("precision: %s: A is %d×%d, the program multiplies %d×%d: %w", fn, r, c, p.m, p.k, ErrShape)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ses == nil {
+		return fmt.Errorf("precision: %s: closed: %w", fn, ErrInvalid)
+	}
+	p.aSet = false
+	m, k := p.m, p.k
+	if p.mode == FP16 {
+		p.rowExp = make([]int, m)
+		rows := make([][]float64, m)
+		for i := range m {
+			row := make([]float64, k)
+			for j := range k {
+				row[j] = a.At(i, j)
+			}
+			e, err := Pow2Scale(row)
+			if err != nil {
+				return fmt.Errorf("precision: %s: row %d of A: %w", fn, i, err)
+			}
+			p.rowExp[i] = e
+			rows[i] = row
+		}
+		for c, ks := range p.kch {
+			buf := make([]float64, m*ks.len)
+			exps := make([]int, m)
+			for i := range m {
+				copy(buf[i*ks.len:(i+1)*ks.len], rows[i][ks.off:ks.off+ks.len])
+				exps[i] = p.rowExp[i]
+			}
+			if err := p.ses.WriteRows64(fmt.Sprintf("a_k%d", c), buf, exps); err != nil {
+				return fmt.Errorf("precision: %s: A: %w", fn, err)
+			}
+		}
+		p.aSet = true
+		return nil
+	}
+	al, err := SplitMatrix(a, p.limbs, p.bits)
+	if err != nil {
+		return fmt.Errorf("precision: %s: A: %w", fn, err)
+	}
+	p.rowExp = al.RowExp
+	L := p.limbs
+	for c, ks := range p.kch {
+		buf := make([]float64, L*m*ks.len)
+		for l := range L {
+			for i := range m {
+				copy(buf[(l*m+i)*ks.len:(l*m+i+1)*ks.len], al.Digits[l][i*k+ks.off:i*k+ks.off+ks.len])
+			}
+		}
+		if err := p.ses.Write64(fmt.Sprintf("a_k%d", c), buf, 0); err != nil {
+			return fmt.Errorf("precision: %s: A: %w", fn, err)
+		}
+	}
+	p.aSet = true
+	return nil
+}
+
+func (p *product) buildFP16(g *dataflow.Graph, maxK int) error {
+	m, k, n := p.m, p.k, p.n
 	p.kch = chunks(k, min(fp16Chunk, maxK))
 	p.nbl = []span{{0, n}}
 	for c, ks := range p.kch {
-		data := make([]float64, m*ks.len)
-		for i := range m {
-			for j := range ks.len {
-				data[i*ks.len+j] = fp16.Round64(math.Ldexp(a.At(i, ks.off+j), p.rowExp[i]))
-			}
-		}
-		ac := g.Const(fmt.Sprintf("a_k%d", c), dataflow.Shape{m, ks.len}, data)
+		a := g.Input(fmt.Sprintf("a_k%d", c), dataflow.Shape{m, ks.len})
 		x := g.Input(fmt.Sprintf("x_k%d", c), dataflow.Shape{n, ks.len})
-		g.Output(fmt.Sprintf("y_k%d", c), g.MatMul(x, ac, false, true))
+		name := fmt.Sprintf("y_k%d", c)
+		g.Output(name, g.MatMul(x, a, false, true))
 		p.outs = append(p.outs, outRef{kc: c})
+		p.outNames = append(p.outNames, name)
 		p.passes++
 		p.work += float64(ks.len) / float64(k)
 	}
 	return g.Err()
 }
 
-func (p *product) buildCompensated(fn string, g *dataflow.Graph, a mat.Matrix, maxK int) error {
+func (p *product) buildCompensated(fn string, g *dataflow.Graph, maxK int) error {
 	m, k, n, L, b := p.m, p.k, p.n, p.limbs, p.bits
 	exactK := 1 << (26 - 2*b) // L·kc·2^(2b−2) ≤ 2^24
 	block := min(n, maxBlock)
@@ -239,20 +318,12 @@ func (p *product) buildCompensated(fn string, g *dataflow.Graph, a mat.Matrix, m
 	worst := uint64(L*kc) << (2*b - 2)
 	p.shift = max(0, bits.Len64(worst-1)-shiftTarget)
 
-	al, err := SplitMatrix(a, L, b)
-	if err != nil {
-		return fmt.Errorf("precision: %s: A: %w", fn, err)
-	}
-	p.rowExp = al.RowExp
 	negI := map[int]dataflow.Value{}
 	for c, ks := range p.kch {
+		a := g.Input(fmt.Sprintf("a_k%d", c), dataflow.Shape{L * m, ks.len})
 		limbs := make([]dataflow.Value, L)
 		for l := range L {
-			data := make([]float64, m*ks.len)
-			for i := range m {
-				copy(data[i*ks.len:(i+1)*ks.len], al.Digits[l][i*k+ks.off:i*k+ks.off+ks.len])
-			}
-			limbs[l] = g.Const(fmt.Sprintf("a_l%d_k%d", l, c), dataflow.Shape{m, ks.len}, data)
+			limbs[l] = g.Slice(a, []int{l * m, 0}, []int{m, ks.len})
 		}
 		x := g.Input(fmt.Sprintf("x_k%d", c), dataflow.Shape{L * n, ks.len})
 		for nb, bs := range p.nbl {
@@ -279,9 +350,11 @@ func (p *product) buildCompensated(fn string, g *dataflow.Graph, a mat.Matrix, m
 				aext := g.Concat(1, astack, g.Transpose(hi, []int{1, 0}))
 				xext := g.Concat(1, xstack, ni)
 				lo := g.MatMul(xext, aext, false, true)
-				g.Output(fmt.Sprintf("hi_s%d_k%d_n%d", s, c, nb), hi)
-				g.Output(fmt.Sprintf("lo_s%d_k%d_n%d", s, c, nb), lo)
+				hiName, loName := fmt.Sprintf("hi_s%d_k%d_n%d", s, c, nb), fmt.Sprintf("lo_s%d_k%d_n%d", s, c, nb)
+				g.Output(hiName, hi)
+				g.Output(loName, lo)
 				p.outs = append(p.outs, outRef{s, c, nb}, outRef{s, c, nb}) // hi, lo
+				p.outNames = append(p.outNames, hiName, loName)
 				p.passes += 2
 				// hi: (s+1)·kc products per output, lo: (s+1)·kc + block.
 				p.work += float64(bs.len*(2*(s+1)*ks.len+bs.len)) / float64(k*n)
@@ -295,12 +368,17 @@ func (p *product) buildCompensated(fn string, g *dataflow.Graph, a mat.Matrix, m
 // row-major (m×n).
 func (p *product) apply(fn string, dst, x []float64) error {
 	p.mu.Lock()
-	exe := p.exe
-	p.mu.Unlock()
-	if exe == nil {
+	defer p.mu.Unlock()
+	if p.ses == nil {
 		return fmt.Errorf("precision: %s: closed: %w", fn, ErrInvalid)
 	}
+	if !p.aSet {
+		return fmt.Errorf("precision: %s: no matrix A was set (SetA): %w", fn, ErrInvalid)
+	}
 	m, k, n := p.m, p.k, p.n
+	if len(p.out) < m*maxSpan(p.nbl) {
+		p.out = make([]float64, m*maxSpan(p.nbl))
+	}
 	if len(x) != k*n || len(dst) != m*n {
 		return fmt.Errorf("precision: %s: x has %d elements and dst %d, want %d and %d: %w", fn, len(x), len(dst), k*n, m*n, ErrShape)
 	}
@@ -314,7 +392,6 @@ func (p *product) apply(fn string, dst, x []float64) error {
 		cols[j] = col
 	}
 	colExp := make([]int, n)
-	var inputs [][]float32
 	if p.mode == FP16 {
 		for j, col := range cols {
 			e, err := Pow2Scale(col)
@@ -323,19 +400,20 @@ func (p *product) apply(fn string, dst, x []float64) error {
 			}
 			colExp[j] = e
 		}
-		for _, ks := range p.kch {
-			buf := make([]float32, n*ks.len)
+		for c, ks := range p.kch {
+			buf := make([]float64, n*ks.len)
 			for j, col := range cols {
-				if _, err := ScaleToFP16(buf[j*ks.len:(j+1)*ks.len], col[ks.off:ks.off+ks.len], colExp[j]); err != nil {
-					return fmt.Errorf("precision: %s: %w", fn, err)
-				}
+				copy(buf[j*ks.len:(j+1)*ks.len], col[ks.off:ks.off+ks.len])
 			}
-			inputs = append(inputs, buf)
+			if err := p.ses.WriteRows64(fmt.Sprintf("x_k%d", c), buf, colExp); err != nil {
+				return fmt.Errorf("precision: %s: %w: %w", fn, ErrRange, err)
+			}
 		}
 	} else {
 		L := p.limbs
-		for _, ks := range p.kch {
-			inputs = append(inputs, make([]float32, L*n*ks.len))
+		bufs := make([][]float64, len(p.kch))
+		for c, ks := range p.kch {
+			bufs[c] = make([]float64, L*n*ks.len)
 		}
 		for j, col := range cols {
 			v, err := SplitVector(col, L, p.bits)
@@ -344,21 +422,20 @@ func (p *product) apply(fn string, dst, x []float64) error {
 			}
 			colExp[j] = v.Exp
 			for c, ks := range p.kch {
-				buf := inputs[c]
 				for l := range L {
-					row := buf[(l*n+j)*ks.len : (l*n+j+1)*ks.len]
-					for i := range row {
-						// |d|·2^−shift ≥ 2^−9: an fp16 normal, exact.
-						row[i] = float32(math.Ldexp(v.Digits[l][ks.off+i], -p.shift))
-					}
+					copy(bufs[c][(l*n+j)*ks.len:(l*n+j+1)*ks.len], v.Digits[l][ks.off:ks.off+ks.len])
 				}
 			}
 		}
+		for c := range p.kch {
+			// |d|·2^−shift ≥ 2^−9: an fp16 normal, exact.
+			if err := p.ses.Write64(fmt.Sprintf("x_k%d", c), bufs[c], -p.shift); err != nil {
+				return fmt.Errorf("precision: %s: %w: %w", fn, ErrRange, err)
+			}
+		}
 	}
-	outs, err := exe.Run(inputs)
-	p.mu.Lock()
+	err := p.ses.Run()
 	p.dispatches++
-	p.mu.Unlock()
 	if err != nil {
 		if errors.Is(err, shim.ErrRange) {
 			return fmt.Errorf("precision: %s: %w: %w", fn, ErrRange, err)
@@ -368,16 +445,19 @@ func (p *product) apply(fn string, dst, x []float64) error {
 	// acc[j·m + i] accumulates Yᵀ in the units of 2^(rowExp_i + colExp_j).
 	acc := make([]float64, n*m)
 	for o, ref := range p.outs {
-		out := outs[o]
 		bs := p.nbl[ref.nb]
 		scale := 0
 		if p.mode != FP16 {
 			scale = p.shift - p.bits*(ref.s+2)
 		}
+		out := p.out[:bs.len*m]
+		if err := p.ses.Read64(p.outNames[o], out, scale); err != nil {
+			return fmt.Errorf("precision: %s: %w: %w", fn, ErrRange, err)
+		}
 		for jj := range bs.len {
 			a := acc[(bs.off+jj)*m : (bs.off+jj+1)*m]
 			for i, v := range out[jj*m : (jj+1)*m] {
-				a[i] += math.Ldexp(float64(v), scale)
+				a[i] += v
 			}
 		}
 	}
@@ -393,15 +473,18 @@ func (p *product) apply(fn string, dst, x []float64) error {
 	return nil
 }
 
+// close releases the session's surfaces; the compiled program stays in
+// the device's cache for the next product of its shape.
 func (p *product) close() error {
 	p.mu.Lock()
-	exe := p.exe
-	p.exe = nil
-	p.mu.Unlock()
-	if exe == nil {
+	defer p.mu.Unlock()
+	if p.ses == nil {
 		return nil
 	}
-	return exe.Close()
+	err := p.ses.Close()
+	p.ses = nil
+	_ = p.exe.Close()
+	return err
 }
 
 func (p *product) dispatchCount() int {
@@ -410,9 +493,10 @@ func (p *product) dispatchCount() int {
 	return p.dispatches
 }
 
-// MatVec is a matrix–vector product y = A·x on a device, compiled once for
-// a fixed A: A is a graph constant (its limbs, in Compensated mode), x is
-// the program's input and is split or scaled on the host at every Apply.
+// MatVec is a matrix–vector product y = A·x on a device, compiled once per
+// shape: A is a runtime operand written into the device's input surface
+// once (its limbs, in Compensated mode) and kept there, x is scaled or
+// split on the host and sent at every Apply.
 //
 // What each mode reaches (normwise relative error ‖y − A·x‖₂/‖A·x‖₂ for a
 // random normal 1024×1024 A and x, measured by TestLimbTable):
@@ -445,7 +529,7 @@ type MatVec struct{ p *product }
 // lowering with lower.ErrUnsupported. Contractions longer than the exactness
 // and target limits are cut into chunks (see Passes).
 func NewMatVec(dev shim.Device, a mat.Matrix, opts MatVecOptions) (*MatVec, error) {
-	p, err := newProduct("NewMatVec", dev, a, 1, opts)
+	p, err := newProductFor("NewMatVec", dev, a, 1, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -462,6 +546,17 @@ func (v *MatVec) Apply(dst, x []float64) error {
 	}
 	return v.p.apply("MatVec.Apply", dst, x)
 }
+
+// SetA makes a the matrix of every later Apply, without a compile (see
+// MatMulPlan.SetA).
+func (v *MatVec) SetA(a mat.Matrix) error { return v.p.setA("MatVec.SetA", a) }
+
+// Compiled reports whether building the product compiled its program, and
+// the modeled compile time.
+func (v *MatVec) Compiled() shim.CompileReport { return v.p.compiled }
+
+// Cost is the modeled engine cost of one Apply on the device's family.
+func (v *MatVec) Cost() lower.Cost { return v.p.cost }
 
 // Dims returns A's dimensions.
 func (v *MatVec) Dims() (rows, cols int) { return v.p.m, v.p.k }
@@ -490,8 +585,9 @@ func (v *MatVec) Dispatches() int { return v.p.dispatchCount() }
 // Close releases the compiled program; Apply fails afterwards.
 func (v *MatVec) Close() error { return v.p.close() }
 
-// MatMulPlan is a matrix product C = A·B on a device for a fixed m×k matrix
-// A and k×n right operands B, compiled once. Its modes and accuracy are
+// MatMulPlan is a matrix product C = A·B on a device for an m×k matrix A,
+// resident on the device until SetA changes it, and k×n right operands B,
+// compiled once per shape. Its modes and accuracy are
 // those of MatVec, per column of C (normwise, Frobenius, relative to ‖A‖‖B‖).
 // A MatMulPlan is safe for concurrent use.
 type MatMulPlan struct{ p *product }
@@ -501,7 +597,7 @@ type MatMulPlan struct{ p *product }
 // processed in blocks of at most 256 per pass (the lo pass appends a −I
 // block of that width to the contraction).
 func NewMatMul(dev shim.Device, a mat.Matrix, n int, opts MatMulOptions) (*MatMulPlan, error) {
-	p, err := newProduct("NewMatMul", dev, a, n, opts)
+	p, err := newProductFor("NewMatMul", dev, a, n, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -541,6 +637,37 @@ func (mp *MatMulPlan) Apply(dst *mat.Dense, b mat.Matrix) error {
 	}
 	return nil
 }
+
+// NewMatMulShape compiles C = A·B for m×k matrices A and right operands
+// with n columns, A to be given by SetA. The program depends on the shape
+// and options only: every plan of one shape on a device shares one
+// compiled program, and changing A compiles nothing.
+func NewMatMulShape(dev shim.Device, m, k, n int, opts MatMulOptions) (*MatMulPlan, error) {
+	p, err := newProduct("NewMatMulShape", dev, m, k, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &MatMulPlan{p}, nil
+}
+
+// SetA makes a the left operand of every later Apply. It is written into
+// the device's input surface once, scaled or split into limbs, and stays
+// there: no compile, and Apply sends only B. a must be m×k (ErrShape);
+// NaN or ±Inf is ErrRange.
+func (mp *MatMulPlan) SetA(a mat.Matrix) error { return mp.p.setA("MatMulPlan.SetA", a) }
+
+// Compiled reports whether building the plan compiled its program (a
+// plan of a shape the device already holds does not) and the modeled
+// compile time.
+func (mp *MatMulPlan) Compiled() shim.CompileReport { return mp.p.compiled }
+
+// Cost is the modeled engine cost of one Apply on the device's family
+// (zero if the model cannot price the program).
+func (mp *MatMulPlan) Cost() lower.Cost { return mp.p.cost }
+
+// Session returns the plan's device session, whose statistics count the
+// host bytes of every SetA and Apply.
+func (mp *MatMulPlan) Session() *shim.Session { return mp.p.ses }
 
 // Dims returns the dimensions of A and the column count of B: C is m×n.
 func (mp *MatMulPlan) Dims() (m, k, n int) { return mp.p.m, mp.p.k, mp.p.n }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
@@ -52,6 +53,10 @@ type SessionStats struct {
 	// device's input surfaces and read from its surfaces. A carried or
 	// resident tensor crosses neither way.
 	BytesIn, BytesOut int64
+	// Device is the wall time spent inside the device's runs: on the
+	// simulator, the simulation. Everything else a session does is host
+	// work the engine would need too.
+	Device time.Duration
 }
 
 // NewSession allocates exe's surfaces, zeroed. The program must have
@@ -159,6 +164,38 @@ func (s *Session) Write64(name string, src []float64, exp int) error {
 	return nil
 }
 
+// WriteRows64 is Write64 with a power-of-two scale per row: row r of the
+// input (its last axis) is stored as src·2^exps[r]. len(exps) must be the
+// input's row count.
+func (s *Session) WriteRows64(name string, src []float64, exps []int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("WriteRows64"); err != nil {
+		return err
+	}
+	sp, err := s.input("WriteRows64", name, len(src))
+	if err != nil {
+		return err
+	}
+	if len(exps) != sp.Rows() {
+		return fmt.Errorf("shim: Session.WriteRows64: input %q has %d rows, got %d exponents: %w", name, sp.Rows(), len(exps), ErrShape)
+	}
+	var bad error
+	r := 0
+	rows(sp, s.in[sp.Surface], func(row []uint16, off int) {
+		if i := fp16.EncodeScaled(row, src[off:], exps[r]); i >= 0 && bad == nil {
+			bad = fmt.Errorf("shim: input %q element %d is %g·2^%d, beyond fp16's range ±%g: %w", name, off+i, src[off+i], exps[r], fp16.MaxValue, ErrRange)
+		}
+		r++
+	})
+	if bad != nil {
+		s.clearBand(sp)
+		return bad
+	}
+	s.stats.BytesIn += 2 * int64(len(src))
+	return nil
+}
+
 // clearBand zeroes sp's rows, so that a refused write leaves no half
 // written tensor behind.
 func (s *Session) clearBand(sp lower.IOSpec) {
@@ -243,7 +280,10 @@ func (s *Session) Run() error {
 	if err := s.check("Run"); err != nil {
 		return err
 	}
-	if err := RunHalf(s.exe, s.in, s.out); err != nil {
+	start := time.Now()
+	err := RunHalf(s.exe, s.in, s.out)
+	s.stats.Device += time.Since(start)
+	if err != nil {
 		return err
 	}
 	s.stats.Dispatches++
