@@ -110,10 +110,30 @@ func (s *Stats) charge(exe *compiled) {
 }
 
 // Result is the outcome of a solve.
+//
+// History holds relative residuals ‖b − A·x‖₂/‖b‖₂, each recomputed in
+// float64 on the host: History[0] is that of the starting iterate (x = 0,
+// or X0), and then
+//   - CG: one after every dispatch, of the iterate that dispatch produced,
+//     so len(History) = Dispatches + 1; only a solve ended by the host
+//     step after its last dispatch (a direction of zero or negative
+//     curvature, or no new search direction) has len(History) =
+//     Dispatches.
+//   - GMRES: one after every restart cycle (at most Restart dispatches,
+//     Restart capped at n; x changes only at a cycle's end), so
+//     len(History) − 1 is the number of cycles: at most Dispatches, and at
+//     least ⌈Dispatches/Restart⌉ unless a device error ends a cycle midway
+//     (equal to Dispatches for Restart 1). The per-dispatch values are
+//     Trace's: within a cycle the least-squares residual estimate, at a
+//     cycle's end the recomputed residual History records.
+//
+// b = 0 gives History = [0] and no dispatch. The last entry is Residual,
+// except after a failed solve that returns a better earlier iterate (see
+// each solver).
 type Result struct {
 	X          []float64 // the solution
 	Residual   float64   // final relative residual ‖b − A·x‖₂ / ‖b‖₂ (float64, host)
-	History    []float64 // relative residual before the first and after every dispatch
+	History    []float64 // relative residuals: see above
 	Dispatches int
 	Iterations int // inner iterations in total
 	Converged  bool
