@@ -76,9 +76,12 @@ func newtonSchulz(dev shim.Device, b *mat.Dense, compensated bool) (*nsOutcome, 
 	if compensated {
 		opts = precision.MatMulOptions{Mode: precision.Compensated, Limbs: nsLimbs}
 	}
-	compile := func(a *mat.Dense) (*precision.MatMulPlan, error) {
+	// Both products are n×n by n×n: one program, compiled once per size
+	// and mode, whose left operand is resident and rewritten (B once, X
+	// every step).
+	compile := func() (*precision.MatMulPlan, error) {
 		t0 := time.Now()
-		p, err := precision.NewMatMul(dev, a, n, opts)
+		p, err := precision.NewMatMulShape(dev, n, n, n, opts)
 		out.build += time.Since(t0)
 		if err != nil {
 			return nil, fmt.Errorf("krylov: GMRES: Newton–Schulz product: %w", errors.Join(ErrUnsupported, err))
@@ -95,19 +98,25 @@ func newtonSchulz(dev shim.Device, b *mat.Dense, compensated bool) (*nsOutcome, 
 		}
 		return nil
 	}
-	pb, err := compile(b)
+	pb, err := compile()
 	if err != nil {
 		return out, err
 	}
 	defer pb.Close()
+	if err := pb.SetA(b); err != nil {
+		return out, fmt.Errorf("krylov: GMRES: Newton–Schulz product: %w", err)
+	}
+	px, err := compile()
+	if err != nil {
+		return out, err
+	}
+	defer px.Close()
 	res, err := newtonschulz.Run(b, newtonschulz.Config{Stop: nsStop, Reach: nsReach(compensated), Seed: 0x6e73}, newtonschulz.Products{
 		MulB: func(dst, x *mat.Dense) error { return apply(pb, dst, x) },
 		MulX: func(dst, x, m *mat.Dense) error {
-			px, err := compile(x)
-			if err != nil {
-				return err
+			if err := px.SetA(x); err != nil {
+				return fmt.Errorf("krylov: GMRES: Newton–Schulz product: %w", err)
 			}
-			defer px.Close()
 			return apply(px, dst, m)
 		},
 	})
