@@ -63,12 +63,14 @@ type compiled struct {
 	family   string // the ANE family the cost is modeled for
 	costOnce sync.Once
 	cost     lower.Cost
+	report   shim.CompileReport // what building it compiled
+	charged  atomic.Bool        // a solve has been charged the compile
 }
 
 // newCompiled wraps exe, whose cost is modeled on dev's ANE family (the
 // simulator's programs as ane-m1, the slowest family).
-func newCompiled(exe shim.Executable, dev shim.Device) *compiled {
-	return &compiled{Executable: exe, family: costFamily(dev)}
+func newCompiled(exe shim.Executable, dev shim.Device, rep shim.CompileReport) *compiled {
+	return &compiled{Executable: exe, family: costFamily(dev), report: rep}
 }
 
 // costFamily is the target name lower.Estimate prices dev's programs for.
@@ -116,11 +118,11 @@ func (c *programCache) get(key programKey, what string, build func() (*dataflow.
 	if err := g.Err(); err != nil {
 		return nil, fmt.Errorf("krylov: %s: %w", what, err)
 	}
-	exe, err := compile(key.dev, g, what)
+	exe, rep, err := compile(key.dev, g, what)
 	if err != nil {
 		return nil, err
 	}
-	prog := newCompiled(exe, key.dev)
+	prog := newCompiled(exe, key.dev, rep)
 	if ok {
 		prog = c.store(key, prog)
 	}

@@ -192,6 +192,7 @@ func solve(a Operator, b []float64, set Settings, loop func(*run) error) (Result
 		}
 	}
 	res.Host = max(0, time.Since(start)-res.Build-res.Device)
+	res.finish()
 	return res, err
 }
 

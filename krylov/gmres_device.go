@@ -245,6 +245,8 @@ func nsInverseFor(dev shim.Device, d *denseOp, compensated bool, stats *Stats) (
 		stats.Device += out.device
 		stats.Build += out.build
 		stats.SetupDispatches += out.products
+		stats.ModeledSetup += out.modeled
+		stats.ModeledCompile += out.compile
 		if err != nil {
 			ent.err = err
 			return

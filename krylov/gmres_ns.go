@@ -53,6 +53,8 @@ type nsOutcome struct {
 	steps    int
 	products int // device products run
 	device   time.Duration
+	modeled  time.Duration // modeled engine time of the products
+	compile  time.Duration // modeled compile time of the programs compiled
 	build    time.Duration
 }
 
@@ -83,6 +85,9 @@ func newtonSchulz(dev shim.Device, b *mat.Dense, compensated bool) (*nsOutcome, 
 		t0 := time.Now()
 		p, err := precision.NewMatMulShape(dev, n, n, n, opts)
 		out.build += time.Since(t0)
+		if err == nil {
+			out.compile += p.Compiled().Modeled
+		}
 		if err != nil {
 			return nil, fmt.Errorf("krylov: GMRES: Newton–Schulz product: %w", errors.Join(ErrUnsupported, err))
 		}
@@ -93,6 +98,7 @@ func newtonSchulz(dev shim.Device, b *mat.Dense, compensated bool) (*nsOutcome, 
 		err := p.Apply(dst, rhs)
 		out.device += time.Since(t0)
 		out.products++
+		out.modeled += p.Cost().Time
 		if err != nil {
 			return fmt.Errorf("krylov: GMRES: Newton–Schulz product: %w", err)
 		}

@@ -96,17 +96,40 @@ type Stats struct {
 
 	// SetupDispatches counts device programs run to build a preconditioner
 	// (GMRES's Newton–Schulz products for a dense matrix, run once per
-	// operator and device, their time in Device and Build). Dispatches and
-	// the modeled cost above do not include them.
+	// operator and device, their time in Device and Build, their modeled
+	// engine time in ModeledSetup). Dispatches and the modeled cost above
+	// do not include them.
 	SetupDispatches int
+	ModeledSetup    time.Duration
+
+	// ModeledCompile is the modeled compile and load time
+	// (lower.EstimateCompile) of the programs this solve compiled: a
+	// program is charged to the first solve that dispatches it, and a
+	// solve that reuses compiled programs is charged nothing.
+	ModeledCompile time.Duration
+	// ModeledTotal is what a user waits for: the modeled engine time of
+	// every dispatch (ModeledTime + ModeledSetup), the modeled compiles,
+	// and the measured host work (Host + Build; Build includes the
+	// simulator's own parse where there is no engine, so the sum errs
+	// long).
+	ModeledTotal time.Duration
 }
 
-// charge adds one dispatch of exe to the modeled cost.
+// charge adds one dispatch of exe to the modeled cost, and its compile if
+// no solve has paid for it yet.
 func (s *Stats) charge(exe *compiled) {
 	c := exe.Cost()
 	s.ModeledTime += c.Time
 	s.DeviceBytes += c.Bytes
 	s.DeviceFlops += c.Flops
+	if exe.report.Fresh && exe.charged.CompareAndSwap(false, true) {
+		s.ModeledCompile += exe.report.Modeled
+	}
+}
+
+// finish sums ModeledTotal.
+func (s *Stats) finish() {
+	s.ModeledTotal = s.ModeledTime + s.ModeledSetup + s.ModeledCompile + s.Host + s.Build
 }
 
 // Result is the outcome of a solve.
