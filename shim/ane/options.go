@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/anemone-go/anemone/shim"
 )
 
 // Options configure a device opened with OpenWith.
@@ -22,8 +25,9 @@ type Options struct {
 	// and the lowering's one shared file elsewhere.
 	Weights WeightLayout
 	// NoHardwareTime leaves the framework's performance statistics off:
-	// by default each run asks for the engine's own execution time (see
-	// the executable's HardwareTime) where the framework offers it.
+	// by default each run asks for the engine's own execution time
+	// (Executable.HardwareTime) where the framework offers it, except
+	// with MapSurfaces, whose mapping covers one request only.
 	NoHardwareTime bool
 	// Logger, if set, receives each executable's warnings (the
 	// assumptions behind its binding, a fallback compile) as they are
@@ -35,12 +39,25 @@ type Options struct {
 // surface mapping.
 func DefaultOptions() Options { return Options{Surfaces: DefaultSurfaceOptions} }
 
+// Executable is what the executables an ANE device compiles implement
+// beyond shim.Executable.
+type Executable interface {
+	shim.Executable
+	// Mapping reports what became of Options.MapSurfaces.
+	Mapping() Mapping
+	// Warnings lists what the device assumed to compile and bind the
+	// program (Binding.Warnings, a fallback compile, statistics turned
+	// off), oldest first.
+	Warnings() []string
+	// HardwareTime is the engine's own execution time of the last Run,
+	// from the framework's performance statistics, and false when it
+	// reported none.
+	HardwareTime() (time.Duration, bool)
+}
+
 // Mapping records what became of the optional surface mapping of one
-// executable. The executables an ANE device compiles implement
-//
-//	interface{ Mapping() ane.Mapping }
-//
-// so a caller can see whether MapSurfaces took effect.
+// executable (Executable.Mapping), so a caller can see whether
+// MapSurfaces took effect.
 type Mapping struct {
 	Tried  bool  // Options.MapSurfaces was set
 	Mapped bool  // the framework accepted a mapping

@@ -79,6 +79,9 @@ type rtFns struct {
 	clsNSArray, clsNSMutableArray                                 objc.ID
 	clsNSError                                                    objc.ID
 
+	// Optional classes: 0 when this framework version lacks them.
+	clsDeviceInfo, clsPerfStats objc.ID
+
 	emptyDict objc.ID // a retained, immutable-in-practice empty NSDictionary
 
 	sel selectors
@@ -101,6 +104,10 @@ type selectors struct {
 	model, modelAttributes                                             objc.SEL
 	objectWithIOSurface, requestWith7, validate                        objc.SEL
 	mapIOSurfaces, unmapIOSurfaces, evaluateWithQoS                    objc.SEL
+
+	hasANE, isVirtualMachine                                  objc.SEL
+	setPerfStatsMask, statsWithHardwareExecutionNS, perfStats objc.SEL
+	hwExecutionTime                                           objc.SEL
 }
 
 var (
@@ -239,6 +246,9 @@ func (r *rtFns) load() error {
 		*c.dst = objc.ID(cls)
 	}
 
+	r.clsDeviceInfo = objc.ID(objc.GetClass("_ANEDeviceInfo"))
+	r.clsPerfStats = objc.ID(objc.GetClass("_ANEPerformanceStats"))
+
 	s := &r.sel
 	for _, x := range []struct {
 		dst  *objc.SEL
@@ -266,6 +276,10 @@ func (r *rtFns) load() error {
 		{&s.mapIOSurfaces, "mapIOSurfacesWithRequest:cacheInference:error:"},
 		{&s.unmapIOSurfaces, "unmapIOSurfacesWithRequest:"},
 		{&s.evaluateWithQoS, "evaluateWithQoS:options:request:error:"},
+		{&s.hasANE, "hasANE"}, {&s.isVirtualMachine, "isVirtualMachine"},
+		{&s.setPerfStatsMask, "setPerfStatsMask:"},
+		{&s.statsWithHardwareExecutionNS, "statsWithHardwareExecutionNS:"},
+		{&s.perfStats, "perfStats"}, {&s.hwExecutionTime, "hwExecutionTime"},
 	} {
 		*x.dst = objc.RegisterName(x.name)
 	}
@@ -311,10 +325,31 @@ func (r *rtFns) withPool(f func()) {
 }
 
 // brand reads machdep.cpu.brand_string, or "" if it cannot.
-func (r *rtFns) brand() string {
+func (r *rtFns) brand() string { return r.sysctlString("machdep.cpu.brand_string") }
+
+// osVersion reads kern.osproductversion ("15.3.2"), or "" if it cannot.
+func (r *rtFns) osVersion() string { return r.sysctlString("kern.osproductversion") }
+
+// probe asks _ANEDeviceInfo, when the framework has it, whether there is
+// an engine and whether this is a virtual machine.
+func (r *rtFns) probe() Probe {
+	p := Probe{Brand: r.brand()}
+	c, s := r.clsDeviceInfo, &r.sel
+	if c != 0 && r.sendBool(c, s.respondsToSelector, s.hasANE) && r.sendBool(c, s.respondsToSelector, s.isVirtualMachine) {
+		r.withPool(func() {
+			p.DeviceInfo = true
+			p.HasANE = r.sendBool(c, s.hasANE)
+			p.VirtualMachine = r.sendBool(c, s.isVirtualMachine)
+		})
+	}
+	return p
+}
+
+// sysctlString reads a string sysctl by name, or "" if it cannot.
+func (r *rtFns) sysctlString(name string) string {
 	var buf [256]byte
 	n := uintptr(len(buf))
-	if r.sysctlbyname("machdep.cpu.brand_string", unsafe.Pointer(&buf[0]), &n, nil, 0) != 0 {
+	if r.sysctlbyname(name, unsafe.Pointer(&buf[0]), &n, nil, 0) != 0 {
 		return ""
 	}
 	if n > uintptr(len(buf)) {
