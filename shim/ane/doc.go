@@ -19,16 +19,23 @@
 //     attributes dictionary (as Go data), validating strides and the layout
 //     keys, and resolving each surface's position in the symbol order;
 //   - bind.go: binding the program's surfaces to the reported tensors by
-//     name, packing and unpacking the logical tensors into their rows of a
+//     name (a lone surface each way by position), packing and unpacking the logical tensors into their rows of a
 //     surface at the reported strides with fp16 range checks, and the order
 //     of the request's arrays;
-//   - weights.go: the MIL and weights handed to the framework, the files
-//     written before compiling, and the process-wide identifier registry;
+//   - weights.go: the MIL and weights handed to the framework, split into
+//     one file per constant on M1, the files written before compiling, and
+//     the process-wide identifier registry;
 //   - options.go: device options, the optional surface mapping, and where
 //     the attributes are read from;
 //   - errors.go: ANE error codes and the *Error type;
 //   - budget.go: the per-process compile budget;
-//   - program.go: program and target checks, and the chip-to-target rule.
+//   - program.go: program and target checks, every axis of every computed
+//     tensor included, and the chip-to-target rule;
+//   - platform.go: the macOS-version and device-presence decisions;
+//   - fallback.go: when a refused compile is retried with one output
+//     surface per output;
+//   - handle.go: releasing a dropped executable, and the hardware-time
+//     bookkeeping.
 //
 // The darwin code converts between that Go data and Foundation objects,
 // which is the one part of the data path no test here exercises.
@@ -47,8 +54,11 @@
 //     has one surface per logical tensor.
 //   - Names. The model reports each output's Name and Symbol with an
 //     "@output" suffix ("y@output" for MIL output y); surfaces are matched
-//     to tensors by name after trimming it. A surface no tensor matches is
-//     an ErrLayout error, never paired by position or by alphabetical order.
+//     to tensors by name after trimming it. One surface and one tensor in a
+//     direction are paired by position when the names differ (a logged
+//     dictionary names a lone input "a_input0"), with a warning; with
+//     several, a surface no tensor matches is an ErrLayout error, never
+//     paired by position or by alphabetical order.
 //   - Symbol order. A tensor's position comes from procedure 0's symbol
 //     index array (ANEFModelDescription.ANEFModelProcedures[0]), which names
 //     entries of the symbol array; only without that array is the symbol
@@ -62,7 +72,8 @@
 //     written and read at the strides the model reports, never assumed
 //     ones.
 //   - Types. Only the Type values "Float16" and "Float32" are accepted; any
-//     other, or none, is an ErrLayout error, not taken for fp16.
+//     other is an ErrLayout error. An entry without a Type is taken for
+//     fp16, with a warning.
 //   - Attributes are read from the inner _ANEModel when it reports them,
 //     else from the _ANEInMemoryModel: public drivers use one or the other.
 //   - Mapping. mapIOSurfacesWithRequest: is called only with
@@ -74,6 +85,20 @@
 //     (NSUnderlyingErrorKey) is appended to it. The _ANEErrors code
 //     meanings (taken from a decompiled iOS image; that macOS shares them is
 //     unconfirmed) are applied only to errors of exactly ErrorDomain.
+//   - Platform. Open refuses, with shim.ErrNoDevice and the reason, macOS
+//     before 15 (programs use the ios18 opset), a virtual machine and a Mac
+//     without an engine, asking _ANEDeviceInfo first and the CPU brand only
+//     without it.
+//   - Fallback. When the compiler refuses a program whose outputs are
+//     packed by concats, it is compiled once more with one output surface
+//     per output (lower.SplitOutputs), the surfaces padded alike; the
+//     executable's Warnings say so. Program still returns the program given.
+//   - Weights. On M1 each constant gets a weight file of its own, its record
+//     at offset 64 (Options.Weights chooses otherwise).
+//   - Hardware time. Unless Options.NoHardwareTime or MapSurfaces, each run
+//     asks for the framework's performance statistics through a second
+//     request over the same surfaces; a run failing with them is repeated
+//     without, and they stay off.
 //   - Identity. The framework's model identifier is reported to derive
 //     from the MIL text and the weights dictionary's keys only, and to name
 //     the model's directory and the daemon's compiled program. So the weight
@@ -87,8 +112,14 @@
 //   - Every sequence of framework calls runs on a locked OS thread inside an
 //     autorelease pool, and everything kept past it (model, request) is
 //     retained and released on Close.
-//   - Calls through one device, compile, run and close, are serialized by
-//     the device's mutex, as the engine runs one program at a time.
+//   - Every framework call sequence, from any device, holds one
+//     process-wide lock; a device's mutex, taken first, guards its own
+//     state.
+//   - An executable dropped without Close is released by a cleanup once it
+//     is unreachable: its framework state lives apart from it and never
+//     refers back.
+//   - Assumptions are never silent: each is recorded in the executable's
+//     Warnings and logged through Options.Logger when one is set.
 //   - Inputs are rounded to fp16 (nearest even); a value that rounds to ±Inf
 //     or is NaN is an error wrapping shim.ErrRange naming the input and
 //     element, never a silent Inf. An Inf or NaN in an output (the engine
