@@ -135,7 +135,9 @@ func (d *device) Compile(p *lower.Program) (shim.Executable, error) {
 	}
 	st.built = built
 	if warning != "" {
+		// The refused compile came before the binding's warnings.
 		st.warn(warning)
+		st.warnings = slices.Insert(st.warnings[:len(st.warnings)-1], 0, warning)
 	}
 	d.execs[st] = struct{}{}
 	e := &executable{st: st}
