@@ -8,8 +8,6 @@ import (
 
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
-	_ "github.com/anemone-go/anemone/shim/ane" // the engine, where there is one
-	_ "github.com/anemone-go/anemone/shim/sim" // the simulator everywhere else
 )
 
 // Settings configure a transform. A nil *Settings means the defaults, and

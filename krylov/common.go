@@ -9,8 +9,6 @@ import (
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
-	_ "github.com/anemone-go/anemone/shim/ane" // the engine, where there is one
-	_ "github.com/anemone-go/anemone/shim/sim" // the simulator everywhere else
 )
 
 // checkVectors validates a solve's operator, b and X0.
