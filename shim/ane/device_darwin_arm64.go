@@ -303,6 +303,23 @@ func (e *executable) Run(inputs [][]float32) ([][]float32, error) {
 	return outs, nil
 }
 
+// RunHalf runs the program on the session's fp16 surfaces
+// (shim.HalfRunner): their rows are copied into the IOSurfaces at the
+// reported strides and back, bits unchanged.
+func (e *executable) RunHalf(in, out [][]uint16) error {
+	st := e.st
+	d := st.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer runtime.KeepAlive(e)
+	if st.closed {
+		return fmt.Errorf("ane: run on a closed executable: %w", shim.ErrClosed)
+	}
+	var err error
+	st.rt.withFramework(func() { err = st.runHalf(in, out) })
+	return err
+}
+
 func (e *executable) Close() error {
 	e.cleanup.Stop()
 	return e.st.rel.Release()
@@ -526,13 +543,48 @@ func (st *execState) build(m *Model, files []File) error {
 }
 
 func (st *execState) run(inputs, outs [][]float32) error {
-	r, s := st.rt, &st.rt.sel
+	r := st.rt
 	for i, p := range st.inputs {
 		sf := st.inSurf[i]
 		if err := r.withSurface(sf.ref, sf.spec.AllocSize, lockWrite, func(b []byte) error { return p.Pack(b, inputs) }); err != nil {
 			return err
 		}
 	}
+	if err := st.evaluate(); err != nil {
+		return err
+	}
+	var errs []error
+	for i, p := range st.outputs {
+		sf := st.outSurf[i]
+		errs = append(errs, r.withSurface(sf.ref, sf.spec.AllocSize, lockReadOnly, func(b []byte) error { return p.Unpack(outs, b) }))
+	}
+	return errors.Join(errs...)
+}
+
+// runHalf is run on fp16 surfaces in the lowering's layout.
+func (st *execState) runHalf(in, out [][]uint16) error {
+	r := st.rt
+	for i, p := range st.inputs {
+		sf := st.inSurf[i]
+		if err := r.withSurface(sf.ref, sf.spec.AllocSize, lockWrite, func(b []byte) error { return p.PackHalf(b, in, st.prog.Inputs) }); err != nil {
+			return err
+		}
+	}
+	if err := st.evaluate(); err != nil {
+		return err
+	}
+	var errs []error
+	for i, p := range st.outputs {
+		sf := st.outSurf[i]
+		errs = append(errs, r.withSurface(sf.ref, sf.spec.AllocSize, lockReadOnly, func(b []byte) error { return p.UnpackHalf(out, b, st.prog.Outputs) }))
+	}
+	return errors.Join(errs...)
+}
+
+// evaluate dispatches the request once, with performance statistics while
+// the engine accepts them.
+func (st *execState) evaluate() error {
+	r, s := st.rt, &st.rt.sel
 	wasOn := st.timer.on
 	err := st.timer.run(func(withStats bool) error {
 		req := st.request
@@ -551,12 +603,7 @@ func (st *execState) run(inputs, outs [][]float32) error {
 	if wasOn && !st.timer.on {
 		st.warn(fmt.Sprintf("evaluation with performance statistics failed (%v); evaluating without them from now on", st.timer.off))
 	}
-	var errs []error
-	for i, p := range st.outputs {
-		sf := st.outSurf[i]
-		errs = append(errs, r.withSurface(sf.ref, sf.spec.AllocSize, lockReadOnly, func(b []byte) error { return p.Unpack(outs, b) }))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // hardwareNS reads the statistics of the last evaluation of requestS: the

@@ -23,8 +23,9 @@ var (
 	// ErrDevice reports that a call into AppleNeuralEngine.framework failed.
 	// Every *Error wraps it.
 	ErrDevice = errors.New("ane: Neural Engine call failed")
-	// ErrBudget reports that the per-process compile budget is used up.
-	ErrBudget = errors.New("ane: per-process compile budget exhausted")
+	// ErrBudget reports that the per-process compile budget is used up; it
+	// is shim.ErrBudget, which every device wraps.
+	ErrBudget = shim.ErrBudget
 	// ErrLayout reports a compiled model whose I/O layout this package cannot
 	// drive, or that does not match the program's inputs and outputs. It
 	// matches shim.ErrUnsupported under errors.Is.
