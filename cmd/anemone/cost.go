@@ -188,17 +188,21 @@ const costModelNote = "modeled, not measured: floor + Σ_nodes max(bytes/BW, flo
 //
 //	anemone cost KERNEL [-m M] [-k K] [-n N] [-unroll U] [-target T] [-json] [-nodes]
 func cmdCost(args []string, w io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
 		return fmt.Errorf("%w: cost: name a program (%s)", errUsage, strings.Join(costNames(), ", "))
 	}
 	name := args[0]
 	_, isKernel := kernels[name]
 	prog, isCost := costPrograms[name]
 	solver, isSolver := costSolvers[name]
-	if !isKernel && !isCost && !isSolver {
-		return fmt.Errorf("%w: cost: unknown program %q (known: %s)", errUsage, name, strings.Join(costNames(), ", "))
+	fsName, rest := "cost", args // "cost -h": the flags every program takes
+	if !isHelp(name) {
+		if !isKernel && !isCost && !isSolver {
+			return fmt.Errorf("%w: cost: unknown program %q (known: %s)", errUsage, name, strings.Join(costNames(), ", "))
+		}
+		fsName, rest = "cost "+name, args[1:]
 	}
-	fs := newFlags("cost " + name)
+	fs := newFlags(fsName)
 	target := fs.String("target", "sim", "target to lower kernels for: sim, ane-m1 … ane-m5")
 	var cp costParams
 	fs.IntVar(&cp.M, "m", 64, "rows of the left operand")
@@ -208,7 +212,7 @@ func cmdCost(args []string, w io.Writer) error {
 	fs.IntVar(&cp.Restart, "restart", 30, "GMRES steps per program (gmres)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	perNode := fs.Bool("nodes", false, "also list every node's cost on ane-m1")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, rest); err != nil {
 		return err
 	}
 	t, err := lower.TargetByName(*target)

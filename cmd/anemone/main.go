@@ -8,6 +8,9 @@
 //	anemone cost PROGRAM [flags]      model a program's engine time per ANE family
 //	anemone selftest [flags]          probe the device's numerics, cliffs and compiler rules
 //
+// Every command's -h (or "anemone help COMMAND") prints its usage line and
+// its flags with their defaults, and exits 0.
+//
 // The device is chosen by -device or $ANEMONE_DEVICE (ane, sim, sim-narrow);
 // by default the ANE when present, the simulator otherwise.
 package main
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -46,20 +50,71 @@ func main() {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `usage:
-  anemone info [-device NAME]
-  anemone caps [-device NAME] [--json]
-  anemone mil KERNEL [-target NAME] [kernel flags]
-      kernels: `+strings.Join(kernelNames(), ", ")+`
-  anemone solve poisson|convdiff [-device NAME] [-n N] [-tol T] [-unroll U]
+	fmt.Fprint(w, "usage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %s\n", synopsis(c))
+	}
+	fmt.Fprint(w, "  anemone COMMAND -h    (or anemone help COMMAND) a command's flags and their defaults\n")
+}
+
+// commands are the subcommands, in the order usage lists them.
+var commands = []string{"info", "caps", "mil", "solve", "selftest", "cost"}
+
+// synopsis is the usage of command cmd with every flag it takes.
+func synopsis(cmd string) string {
+	switch cmd {
+	case "info":
+		return "anemone info [-device NAME]"
+	case "caps":
+		return "anemone caps [-device NAME] [-json]"
+	case "mil":
+		return "anemone mil KERNEL [-target NAME] [-m M] [-k K] [-n N] [-blob]\n      kernels: " + strings.Join(kernelNames(), ", ")
+	case "solve":
+		return `anemone solve poisson|convdiff [-device NAME] [-n N] [-tol T] [-unroll U]
       [-restart M] [-pe PE] [-precision fp16|compensated] [-max-dispatches D]
-  anemone selftest [-device NAME] [-short] [-json FILE]
-  anemone cost PROGRAM [-target NAME] [-json] [-nodes] [kernel flags] [-unroll U] [-restart M]
-      programs: `+strings.Join(costNames(), ", ")+`
-`)
+      [-precond default|polynomial|fd]`
+	case "selftest":
+		return "anemone selftest [-device NAME] [-short] [-json FILE]"
+	case "cost":
+		return "anemone cost PROGRAM [-target NAME] [-m M] [-k K] [-n N] [-unroll U] [-restart M]\n      [-json] [-nodes]\n      programs: " + strings.Join(costNames(), ", ")
+	}
+	return "anemone " + cmd
+}
+
+// helpRequest is parse's error for -h, -help or --help: run prints the
+// command's usage and flags to stdout and returns nil, so the exit code
+// is 0.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (h *helpRequest) Error() string { return h.fs.Name() + ": help requested" }
+
+// isHelp reports a help flag (-h, -help, --h, --help), which a command
+// given it in place of its KERNEL, PROGRAM or PROBLEM argument answers
+// too.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--h" || arg == "--help"
+}
+
+// printHelp writes fs's command usage and flags with their defaults.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	cmd, _, _ := strings.Cut(fs.Name(), " ")
+	fmt.Fprintf(w, "usage: %s\n\nflags of %s:\n", synopsis(cmd), fs.Name())
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	err := dispatch(args, stdout, stderr)
+	var h *helpRequest
+	if errors.As(err, &h) {
+		printHelp(stdout, h.fs)
+		return nil
+	}
+	return err
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: no command", errUsage)
 	}
@@ -76,7 +131,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdSelftest(args[1:], stdout)
 	case "cost":
 		return cmdCost(args[1:], stdout)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" && slices.Contains(commands, args[1]) {
+			return dispatch([]string{args[1], "-h"}, stdout, stderr)
+		}
 		usage(stdout)
 		return nil
 	}
@@ -89,8 +147,12 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
+// parse parses args into fs; -h, -help or --help is a helpRequest, which
+// run answers with fs's usage and flags.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return &helpRequest{fs}
+	} else if err != nil {
 		return fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
 	}
 	if fs.NArg() > 0 {
@@ -173,20 +235,24 @@ func cmdCaps(args []string, w io.Writer) error {
 }
 
 func cmdMIL(args []string, w io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+	fsName, rest := "mil", args // "mil -h": the flags every kernel takes
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
 		return fmt.Errorf("%w: mil: name a kernel (%s)", errUsage, strings.Join(kernelNames(), ", "))
 	}
 	k, ok := kernels[args[0]]
-	if !ok {
-		return fmt.Errorf("%w: mil: unknown kernel %q (known: %s)", errUsage, args[0], strings.Join(kernelNames(), ", "))
+	if !isHelp(args[0]) {
+		if !ok {
+			return fmt.Errorf("%w: mil: unknown kernel %q (known: %s)", errUsage, args[0], strings.Join(kernelNames(), ", "))
+		}
+		fsName, rest = "mil "+args[0], args[1:]
 	}
-	fs := newFlags("mil " + args[0])
+	fs := newFlags(fsName)
 	target := fs.String("target", "sim", "target: sim, ane-m1, ane-m2, ane-m3, ane-m4")
 	m := fs.Int("m", 64, "rows of the left operand")
 	kk := fs.Int("k", 64, "contraction length")
 	n := fs.Int("n", 64, "columns of the right operand")
 	blob := fs.Bool("blob", false, "also describe the weight blob")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, rest); err != nil {
 		return err
 	}
 	t, err := lower.TargetByName(*target)
