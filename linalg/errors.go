@@ -25,4 +25,8 @@ var (
 	// ErrInvalid reports a setting outside its range (a negative Tol or
 	// MaxDispatches, an unknown Precision).
 	ErrInvalid = errors.New("linalg: invalid setting")
+	// ErrDevice reports device results that fail the host's float64
+	// consistency check: a device that does not compute what the program
+	// says.
+	ErrDevice = errors.New("linalg: device result failed the consistency check")
 )

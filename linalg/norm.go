@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/anemone-go/anemone/precision"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -182,6 +183,23 @@ func norm2Unit(fn string, cfg *config, a *mat.Dense, n int) (float64, error) {
 		if err := pa.apply(fn, &y, v); err != nil {
 			return best, err
 		}
+		// The device's y = A·V must give the host's Ritz value to the
+		// product's accuracy: a device that does not compute A·V would
+		// otherwise leave V unchanged and the Ritz value "converged".
+		hostStart = time.Now()
+		var gy mat.SymDense
+		gy.SymOuterK(1, y.T())
+		var ey mat.EigenSym
+		if ey.Factorize(&gy, false) {
+			vy := ey.Values(nil)
+			sy := math.Sqrt(math.Max(0, vy[len(vy)-1]))
+			if d := math.Abs(sy - sigma); !(d <= normCheck(mode)*sigma) {
+				cfg.stats.Host += time.Since(hostStart)
+				return best, fmt.Errorf("linalg: Norm2: the device's A·V gives σ = %.6g where the host's float64 A·V gives %.6g (relative difference %.2g, more than the %v product's %.0e): %w",
+					sy, sigma, d/sigma, mode, normCheck(mode), ErrDevice)
+			}
+		}
+		cfg.stats.Host += time.Since(hostStart)
 		if err := pt.apply(fn, &z, &y); err != nil {
 			return best, err
 		}
@@ -191,6 +209,18 @@ func norm2Unit(fn string, cfg *config, a *mat.Dense, n int) (float64, error) {
 		cfg.stats.Refinements++
 		cfg.stats.Host += time.Since(hostStart)
 	}
+}
+
+// normCheck bounds the relative difference between the largest singular
+// value of the device's A·V and of the host's, for V orthonormal: the
+// product's normwise error, about 2⁻¹¹·√(log₂ k) for FP16 (a wide
+// accumulator; ten times that on a narrow one) and 4e-8 for Compensated,
+// with a margin of about 30 so that only a wrong device trips it.
+func normCheck(mode precision.Mode) float64 {
+	if mode == precision.FP16 {
+		return 0.1
+	}
+	return 1e-5
 }
 
 // orthonormalize replaces the columns of v by an orthonormal basis of
