@@ -15,7 +15,9 @@ import (
 )
 
 // layerFuncs lists nn's layers: the exported functions, in the package's
-// own files, whose first parameter is the *dataflow.Graph they add to.
+// own files, whose first parameter is the *dataflow.Graph they add to and
+// whose result is the dataflow.Value they add (Compile takes a graph too,
+// but runs it).
 func layerFuncs(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
@@ -39,7 +41,11 @@ func layerFuncs(t *testing.T) []string {
 			if !ok {
 				continue
 			}
-			if sel, ok := star.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "Graph" {
+			sel, ok := star.X.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "Graph" || fn.Type.Results == nil || len(fn.Type.Results.List) != 1 {
+				continue
+			}
+			if res, ok := fn.Type.Results.List[0].Type.(*ast.SelectorExpr); ok && res.Sel.Name == "Value" {
 				names = append(names, fn.Name.Name)
 			}
 		}
