@@ -195,25 +195,6 @@ func (g grid) Y(r int) float64    { return 2 * math.Pi * float64(r) / float64(g.
 func writePNG(path string, n int, times []float64, show int, results []result) error {
 	const width, height = 30 * vg.Centimeter, 12 * vg.Centimeter
 	field := results[len(results)-1].fields[show]
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range field {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	if !(hi > lo) {
-		hi = lo + 1
-	}
-	cm := moreland.SmoothBlueRed()
-	cm.SetMin(lo)
-	cm.SetMax(hi)
-	heat := plot.New()
-	heat.Title.Text = fmt.Sprintf("u(x, y, t = %.2f) on %d×%d", times[show], n, n)
-	heat.X.Label.Text = "x"
-	heat.Y.Label.Text = "y"
-	hm := plotter.NewHeatMap(grid{n, field}, cm.Palette(256))
-	hm.Rasterized = true
-	heat.Add(hm)
-	heat.X.Min, heat.X.Max, heat.Y.Min, heat.Y.Max = 0, 2*math.Pi, 0, 2*math.Pi
-
 	errs := plot.New()
 	errs.Title.Text = "error against the exact decay of the modes"
 	errs.X.Label.Text = "t"
@@ -238,7 +219,12 @@ func writePNG(path string, n int, times []float64, show int, results []result) e
 
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
-	heat.Draw(draw.Crop(dc, 0, -0.55*width, 0, 0))
-	errs.Draw(draw.Crop(dc, 0.5*width, 0, 0, 0))
+	figure.DrawField(draw.Crop(dc, 0, -0.5*width, 0, 0), figure.Field{
+		Title:  fmt.Sprintf("u(x, y, t = %.2f) on %d×%d", times[show], n, n),
+		Unit:   "u (dimensionless)",
+		Values: grid{n, field}, XMax: 2 * math.Pi, YMax: 2 * math.Pi,
+		ColorMap: moreland.SmoothBlueRed(),
+	})
+	errs.Draw(draw.Crop(dc, 0.52*width, 0, 0, 0))
 	return figure.SavePNG(path, img)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -30,47 +31,79 @@ func (g Grid) Y(r int) float64    { return float64(r+1) / float64(g.NY+1) }
 // Figure describes the two panels written by WritePNG.
 type Figure struct {
 	Field      string    // title of the heat map
+	Unit       string    // what the colour bar measures ("u" when empty)
 	Curve      string    // title of the convergence plot
 	U          Grid      // the solution
-	History    []float64 // relative residual before the first and after every dispatch
+	History    []float64 // relative residual before the first and after every step
+	XLabel     string    // what one step of History is ("dispatch" when empty)
 	Tol        float64   // drawn as a dashed line
 	CurveLabel string    // legend entry of the convergence curve
 }
 
-// WritePNG draws the solution as a heat map with a colour bar (left) and the
-// convergence history as log₁₀ of the relative residual per dispatch
-// (right), and writes them to path as one PNG.
-func WritePNG(path string, f Figure) error {
-	const width, height = 30 * vg.Centimeter, 12 * vg.Centimeter
+// Field is a heat map with its colour bar.
+type Field struct {
+	Title, Unit string
+	Values      plotter.GridXYZ
+	XMin, XMax  float64
+	YMin, YMax  float64
+	ColorMap    palette.ColorMap // its range is set from the values
+}
+
+// DrawField draws f's heat map into c, with a vertical colour bar labelled
+// with f.Unit at its right.
+func DrawField(c draw.Canvas, f Field) {
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range f.U.Values {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	cols, rows := f.Values.Dims()
+	for i := range cols {
+		for j := range rows {
+			v := f.Values.Z(i, j)
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
 	}
 	if !(hi > lo) {
 		hi = lo + 1 // a constant field still needs a colour range
 	}
-	cm := moreland.ExtendedBlackBody()
+	cm := f.ColorMap
 	cm.SetMin(lo)
 	cm.SetMax(hi)
 
 	heat := plot.New()
-	heat.Title.Text = f.Field
+	heat.Title.Text = f.Title
 	heat.X.Label.Text = "x"
 	heat.Y.Label.Text = "y"
-	hm := plotter.NewHeatMap(f.U, cm.Palette(256))
+	hm := plotter.NewHeatMap(f.Values, cm.Palette(256))
 	hm.Min, hm.Max = lo, hi
 	hm.Rasterized = true
 	heat.Add(hm)
-	heat.X.Min, heat.X.Max, heat.Y.Min, heat.Y.Max = 0, 1, 0, 1
+	heat.X.Min, heat.X.Max, heat.Y.Min, heat.Y.Max = f.XMin, f.XMax, f.YMin, f.YMax
 
 	bar := plot.New()
-	bar.Title.Text = "u"
+	bar.Title.Text = f.Unit
 	bar.HideX()
 	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
 
+	w := c.Max.X - c.Min.X
+	barW := 2.2 * vg.Centimeter
+	heat.Draw(draw.Crop(c, 0, -barW, 0, 0))
+	bar.Draw(draw.Crop(c, w-barW+vg.Millimeter*3, 0, vg.Centimeter/2, -vg.Centimeter/2))
+}
+
+// WritePNG draws the solution as a heat map with a colour bar (left) and the
+// convergence history as log₁₀ of the relative residual per step (right),
+// and writes them to path as one PNG.
+func WritePNG(path string, f Figure) error {
+	const width, height = 30 * vg.Centimeter, 12 * vg.Centimeter
+	unit := f.Unit
+	if unit == "" {
+		unit = "u"
+	}
+	xlabel := f.XLabel
+	if xlabel == "" {
+		xlabel = "dispatch"
+	}
 	conv := plot.New()
 	conv.Title.Text = f.Curve
-	conv.X.Label.Text = "dispatch"
+	conv.X.Label.Text = xlabel
 	conv.Y.Label.Text = "log10 of ‖b − A·x‖₂ / ‖b‖₂ (float64, host)"
 	conv.Add(plotter.NewGrid())
 	pts := make(plotter.XYs, len(f.History))
@@ -92,15 +125,18 @@ func WritePNG(path string, f Figure) error {
 	target.Color = color.RGBA{R: 200, A: 255}
 	conv.Add(target)
 	conv.Legend.Add(fmt.Sprintf("Tol = %.0e", f.Tol), target)
-	conv.Legend.Left = true
-	conv.Legend.XOffs, conv.Legend.YOffs = vg.Centimeter/2, 1.2*vg.Centimeter
+	// The curve falls from the top left to the Tol line at the bottom: the
+	// top right is clear of data.
+	conv.Legend.Top = true
+	conv.Legend.YOffs = -vg.Millimeter * 2
 	conv.X.Min, conv.X.Max = 0, math.Max(1, float64(len(f.History)-1))
 
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
 	dc = draw.Crop(dc, vg.Millimeter*2, -vg.Millimeter*2, vg.Millimeter*2, -vg.Millimeter*3)
-	heat.Draw(draw.Crop(dc, 0, -0.55*width, 0, 0))
-	bar.Draw(draw.Crop(dc, 0.455*width, -0.475*width, vg.Centimeter, -vg.Centimeter/2))
+	DrawField(draw.Crop(dc, 0, -0.47*width, 0, 0), Field{
+		Title: f.Field, Unit: unit, Values: f.U, XMax: 1, YMax: 1, ColorMap: moreland.ExtendedBlackBody(),
+	})
 	conv.Draw(draw.Crop(dc, 0.56*width, 0, 0, 0))
 
 	return SavePNG(path, img)
