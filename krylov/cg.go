@@ -143,6 +143,9 @@ type cgPlan struct {
 	compensated bool
 	zeroDiag    int // index of a zero diagonal entry of A, or −1
 	set         Settings
+	// general: FastDiagonalization runs in the general FCG loop, not the
+	// lean one (for tests that compare the two).
+	general bool
 }
 
 func planCG(a Operator, set Settings) (*cgPlan, error) {

@@ -131,6 +131,12 @@ func (r *run) record(rel float64) {
 	res.Residual = rel
 	res.History = append(res.History, rel)
 	r.best.offer(res.X, rel)
+	r.trace(rel)
+}
+
+// trace reports the dispatch just recorded to Settings.Trace, if set.
+func (r *run) trace(rel float64) {
+	res := r.res
 	if res.Dispatches > 0 && r.set.Trace != nil {
 		r.set.Trace(Step{Dispatch: res.Dispatches, Iterations: res.Iterations, Residual: rel, Elapsed: time.Since(r.start)})
 	}
@@ -173,7 +179,10 @@ func solve(a Operator, b []float64, set Settings, loop func(*run) error) (Result
 	if err != nil {
 		return res, err
 	}
-	r := &run{a: a, b: b, bnorm: norm2(b), set: set, dev: dev, res: &res, start: start,
+	if e != 0 {
+		bnorm = norm2(b)
+	}
+	r := &run{a: a, b: b, bnorm: bnorm, set: set, dev: dev, res: &res, start: start,
 		best: bestIterate{x: make([]float64, n), res: 1}}
 	err = loop(r)
 	if err != nil && !res.Converged && !(res.Residual <= r.best.res) { // NaN included
@@ -219,7 +228,11 @@ func (r *run) initialResidual(rv []float64, solver string) (float64, error) {
 }
 
 func norm2(x []float64) float64 {
-	// Scaled sum of squares: no overflow or underflow for any finite x.
+	// The plain sum of squares where it is accurate (see sumSq), else the
+	// scaled one: no overflow or underflow for any finite x.
+	if ss := dot(x, x); ss >= 0x1p-900 && ss <= math.MaxFloat64 {
+		return math.Sqrt(ss)
+	}
 	scale, ssq := 0.0, 1.0
 	for _, v := range x {
 		if v == 0 {

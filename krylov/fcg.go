@@ -76,6 +76,9 @@ func (d *fcgDirections) slot() (p, q []float64, pq *float64) {
 
 // loop is CG's dispatch loop (see CG).
 func (p *cgPlan) loop(r *run) error {
+	if p.kind == progSpectral && !p.general {
+		return p.leanLoop(r)
+	}
 	set, res, a := p.set, r.res, r.a
 	n := a.Dims()
 	k := p.steps()
@@ -93,9 +96,7 @@ func (p *cgPlan) loop(r *run) error {
 		res.Converged = true
 		return nil
 	}
-	t0 := time.Now()
-	exe, err := p.program(r.dev)
-	res.Build += time.Since(t0)
+	exe, err := p.buildProgram(r)
 	if err != nil {
 		return err
 	}
@@ -159,6 +160,15 @@ func (p *cgPlan) loop(r *run) error {
 			return fmt.Errorf("krylov: CG stagnated at relative residual %.3g (no halving in %d dispatches), Tol %.3g%s: %w", res.Residual, window, set.Tol, p.notes(r), ErrNotConverged)
 		}
 	}
+}
+
+// buildProgram returns the plan's program on the solve's device, its
+// time (a cache lookup, or building and compiling it) charged to Build.
+func (p *cgPlan) buildProgram(r *run) (*compiled, error) {
+	t0 := time.Now()
+	exe, err := p.program(r.dev)
+	r.res.Build += time.Since(t0)
+	return exe, err
 }
 
 // step is one FCG step from the device's z (overwritten): the new
