@@ -2,6 +2,9 @@ package shim
 
 import (
 	"errors"
+
+	"github.com/anemone-go/anemone/engine"
+
 	"fmt"
 	"sync"
 )
@@ -12,10 +15,9 @@ import (
 // the compile past its budget rather than let a program run into it.
 var ErrBudget = errors.New("shim: compile budget exhausted")
 
-// DefaultCompileBudget is the number of compiles a device allows. The
-// reported failure point is about 119 compiles per process; the reference
-// trainers checkpoint and restart at 100, and so do we.
-const DefaultCompileBudget = 100
+// DefaultCompileBudget is the number of compiles a device allows: the
+// engine's, engine.CompileBudget.
+const DefaultCompileBudget = engine.CompileBudget
 
 // Budget counts compiles against a limit. A compile is counted when it is
 // attempted, success or not, and closing a program does not give it back:

@@ -2,9 +2,9 @@ package shimtest
 
 import (
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/anemone-go/anemone/dataflow"
@@ -184,9 +184,7 @@ func seq(n int) []float64 {
 }
 
 // narrow reports whether the device accumulates matmul and conv in fp16.
-func narrow(info shim.Info) bool {
-	return strings.Contains(strings.ToLower(info.Name+" "+info.Numerics), "narrow")
-}
+func narrow(info shim.Info) bool { return info.Target.Accumulator == engine.Narrow }
 
 // tableOps are the transcendentals the engine computes from tables: not
 // correctly rounded, within lutError relative on a narrow model.
@@ -202,7 +200,7 @@ const lutError = 0x1p-10
 // approximate reports whether the device may compute transcendentals from
 // tables and flush subnormals: the hardware, and a narrow (pessimistic)
 // model of it.
-func approximate(info shim.Info) bool { return info.Hardware || narrow(info) }
+func approximate(info shim.Info) bool { return info.Hardware || info.Target.TableError > 0 }
 
 // Check runs every case on dev and returns one result per case, in registry
 // order. It never panics on a device failure: the failure is the result.

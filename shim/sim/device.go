@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
@@ -53,7 +54,11 @@ type Device struct {
 // New returns a simulator device with the given numerics and the
 // simulator's target limits (lower.TargetSim).
 func New(n Numerics) *Device {
-	return &Device{num: n, target: lower.TargetSim, budget: shim.NewBudget(shim.DefaultCompileBudget)}
+	t := lower.TargetSim
+	if n == Narrow {
+		t = engine.Pessimistic(t)
+	}
+	return &Device{num: n, target: t, budget: shim.NewBudget(t.CompileBudget)}
 }
 
 // Budget returns the device's compile budget: shim.DefaultCompileBudget

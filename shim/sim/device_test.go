@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/anemone-go/anemone/engine"
 	"sync"
 	"testing"
 
@@ -11,15 +12,16 @@ import (
 
 func TestRegisteredAndInfo(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		num  Numerics
-	}{{"sim", Wide}, {"sim-narrow", Narrow}} {
+		name   string
+		num    Numerics
+		target engine.Target
+	}{{"sim", Wide, lower.TargetSim}, {"sim-narrow", Narrow, engine.Pessimistic(lower.TargetSim)}} {
 		d, err := shim.Open(c.name)
 		require.NoError(t, err)
 		info := d.Info()
 		require.Equal(t, c.name, info.Name)
 		require.False(t, info.Hardware)
-		require.Equal(t, lower.TargetSim, info.Target)
+		require.Equal(t, c.target, info.Target, "the target states the numerics model")
 		for _, cliff := range []string{"32752", "4094"} {
 			require.Contains(t, info.Numerics, cliff, "the numerics state the cliffs")
 		}

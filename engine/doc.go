@@ -1,0 +1,21 @@
+// Package engine is the contract between the compiler and the devices:
+// every fact about the Apple Neural Engine that more than one package
+// relies on, defined once. Lowering reads a Target to decide what to emit,
+// the simulator to decide what to accept and how to compute, the darwin
+// device to check what it hands the framework, and the solvers to size
+// their programs. A fact copied elsewhere is a bug.
+//
+// The facts are reports, not laws: each carries its source in
+// docs/ENGINE.md, and a family's value is what was measured on that
+// family. Where families disagree, Strict (the simulator's default target)
+// takes the strictest of them, so a program that meets Strict meets every
+// family.
+//
+// Invariants:
+//   - A Target's limits are inclusive maxima per axis of a [1, C, H, W]
+//     tensor; RowLength pads a row to the target's alignment.
+//   - Cliff, SliceClamp and Headroom are magnitudes in fp16 units; the
+//     design rule is that every matmul and conv output stays below
+//     Headroom by construction, half the Cliff.
+//   - This package imports only the standard library and fp16.
+package engine
