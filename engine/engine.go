@@ -32,6 +32,20 @@ const (
 	CompileBudget = 100
 )
 
+// Axis limits (docs/ENGINE.md §5).
+const (
+	// RowLimit is the largest last (spatial, contraction) axis through
+	// the A15 family (M1–M3) and on the simulator; RowLimitA16 from A16
+	// (M4, M5) on.
+	RowLimit    = 16384
+	RowLimitA16 = 65536
+	// ChannelLimit is the largest channel axis of every family.
+	ChannelLimit = 65536
+	// HeightLimit is the largest height axis (the second to last) of
+	// every family: not the spatial axis, and not its limit.
+	HeightLimit = 16384
+)
+
 // Accumulator is the width of the running sum inside matmul and conv.
 type Accumulator int
 
@@ -152,23 +166,23 @@ func (t Target) RowLength(n int) int {
 // family), which also lifts the spatial limit to 65536 and has no
 // width-slice clamp.
 var (
-	M1 = Target{Name: "ane-m1", Opset: "ios18", MaxRank: 5, MaxSpatial: 16384, MaxChannels: 65536, MaxKernel: 13, RowAlign: 32, MinRow: 32,
+	M1 = Target{Name: "ane-m1", Opset: "ios18", MaxRank: 5, MaxSpatial: RowLimit, MaxChannels: ChannelLimit, MaxKernel: 13, RowAlign: 32, MinRow: 32,
 		PackedIO: true, WidthSliceClamp: true, InnerMultiple: 32, MinSurfaceBytes: surfaceMin, CompileBudget: CompileBudget}
-	M2 = Target{Name: "ane-m2", Opset: "ios18", MaxRank: 5, MaxSpatial: 16384, MaxChannels: 65536, MaxKernel: 15, RowAlign: 32, MinRow: 32,
+	M2 = Target{Name: "ane-m2", Opset: "ios18", MaxRank: 5, MaxSpatial: RowLimit, MaxChannels: ChannelLimit, MaxKernel: 15, RowAlign: 32, MinRow: 32,
 		PackedIO: true, WidthSliceClamp: true, MinSurfaceBytes: surfaceMin, CompileBudget: CompileBudget}
-	M3 = Target{Name: "ane-m3", Opset: "ios18", MaxRank: 5, MaxSpatial: 16384, MaxChannels: 65536, MaxKernel: 15, RowAlign: 32, MinRow: 32,
+	M3 = Target{Name: "ane-m3", Opset: "ios18", MaxRank: 5, MaxSpatial: RowLimit, MaxChannels: ChannelLimit, MaxKernel: 15, RowAlign: 32, MinRow: 32,
 		PackedIO: true, WidthSliceClamp: true, Rounding: TiesAway, FlushSubnormalProducts: true, PartialSumZero: true,
 		MinSurfaceBytes: surfaceMin, CompileBudget: CompileBudget}
-	M4 = Target{Name: "ane-m4", Opset: "ios18", MaxRank: 5, MaxSpatial: 65536, MaxChannels: 65536, MaxKernel: 15, RowAlign: 32, MinRow: 32,
+	M4 = Target{Name: "ane-m4", Opset: "ios18", MaxRank: 5, MaxSpatial: RowLimitA16, MaxChannels: ChannelLimit, MaxKernel: 15, RowAlign: 32, MinRow: 32,
 		PackedIO: true, WidthSliceClamp: true, MinSurfaceBytes: surfaceMin, CompileBudget: CompileBudget}
-	M5 = Target{Name: "ane-m5", Opset: "ios18", MaxRank: 5, MaxSpatial: 65536, MaxChannels: 65536, MaxKernel: 15, RowAlign: 64, MinRow: 64,
+	M5 = Target{Name: "ane-m5", Opset: "ios18", MaxRank: 5, MaxSpatial: RowLimitA16, MaxChannels: ChannelLimit, MaxKernel: 15, RowAlign: 64, MinRow: 64,
 		PackedIO: true, Rounding: TiesAway, MinSurfaceBytes: surfaceMin, CompileBudget: CompileBudget}
 	// Strict is the simulator's default: the strictest family's limits
 	// and rules, with the numerics measured on M1 and M5 (wide, ties to
 	// even). The per-family rules that change results rather than refuse
 	// programs (InnerMultiple, Rounding, FlushSubnormalProducts,
 	// PartialSumZero) belong to the family variants.
-	Strict = Target{Name: "sim", Opset: "ios18", MaxRank: 5, MaxSpatial: 16384, MaxChannels: 65536, MaxKernel: 13, RowAlign: 32, MinRow: 32,
+	Strict = Target{Name: "sim", Opset: "ios18", MaxRank: 5, MaxSpatial: RowLimit, MaxChannels: ChannelLimit, MaxKernel: 13, RowAlign: 32, MinRow: 32,
 		PackedIO: true, WidthSliceClamp: true, CompileBudget: CompileBudget}
 )
 

@@ -2,6 +2,7 @@ package krylov
 
 import (
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"math"
 	"reflect"
 	"sync"
@@ -76,7 +77,7 @@ func Dense(a mat.Matrix) (Operator, error) {
 // and a row holds 16384 fp16 values (32 KiB) on the simulator and the
 // M1–M3 engines. Grids go further (MaxGridWidth, MaxGridHeight), and so
 // does Dense (MaxDenseUnknowns).
-const MaxUnknowns = 16384
+const MaxUnknowns = engine.RowLimit
 
 // MaxDenseUnknowns is the largest n of a Dense operator. Up to MaxUnknowns
 // its device vectors are one row, [1, n]; past it they are channel blocks,
@@ -87,7 +88,7 @@ const MaxUnknowns = 16384
 // fp16 weights are 2·n² bytes: 512 MiB at 16384, 8 GiB at 65536. CG in
 // FP16 mode and GMRES with its polynomial preconditioner (n > 1024) use
 // the blocked layout; Compensated mode keeps the row limit.
-const MaxDenseUnknowns = 65536
+const MaxDenseUnknowns = engine.ChannelLimit
 
 // denseRowLimit is MaxUnknowns, the length past which a Dense operator's
 // vectors are channel blocks and its product is split into bands; the
@@ -333,8 +334,8 @@ func Stencil2D(nx, ny int, c [3][3]float64) (Operator, error) {
 // target (the simulator and M1–M3 hold 16384 fp16 values in a row), and
 // the rows are channels of one device surface (at most 65536).
 const (
-	MaxGridWidth  = 16384
-	MaxGridHeight = 65536
+	MaxGridWidth  = engine.RowLimit
+	MaxGridHeight = engine.ChannelLimit
 )
 
 type stencilOp struct {

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"math"
 	"strings"
 
@@ -9,11 +10,11 @@ import (
 )
 
 // Cliff is the magnitude a matmul or conv output may not exceed on the
-// engine (docs/ENGINE.md §7: 32752 becomes ±Inf); Headroom, half of it, is what
-// the layers keep their conv and matmul outputs under by construction.
+// engine (engine.Cliff); Headroom, half of it, is what the layers keep
+// their conv and matmul outputs under by construction.
 const (
-	Cliff    = 32752
-	Headroom = 1 << 14
+	Cliff    = engine.Cliff
+	Headroom = engine.Headroom
 )
 
 // minNormal is fp16's smallest normal magnitude, 2⁻¹⁴: no constant may

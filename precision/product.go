@@ -3,6 +3,7 @@ package precision
 import (
 	"errors"
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"math"
 	"math/bits"
 	"sync"
@@ -175,7 +176,7 @@ func newProduct(fn string, dev shim.Device, m, k, n int, opts MatVecOptions) (*p
 	target := dev.Info().Target
 	maxK := target.MaxSpatial
 	if maxK <= 0 {
-		maxK = 16384
+		maxK = engine.RowLimit
 	}
 	p := &product{mode: mode, m: m, k: k, n: n, limbs: limbs, bits: nbits}
 	g := dataflow.New()

@@ -2,6 +2,7 @@ package ane
 
 import (
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"strconv"
 	"strings"
 
@@ -157,7 +158,7 @@ func CheckProgram(p *lower.Program, dev lower.Target) error {
 // MaxHeight bounds the height axis, the second to last, of every tensor on
 // every family (docs/ENGINE.md §5): it is not the spatial axis, and does
 // not share its limit.
-const MaxHeight = 16384
+const MaxHeight = engine.HeightLimit
 
 // CheckTensors parses the MIL and checks every tensor main takes or
 // computes against the device target, axis by axis: the rank, the last

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/anemone-go/anemone/engine"
 	"math"
 
 	"github.com/anemone-go/anemone/fp16"
@@ -68,10 +69,10 @@ const (
 	// matmulCliff: a matmul or conv whose accumulated sum exceeds it in
 	// magnitude returns ±Inf. It is fp16's largest value halved, itself an
 	// fp16 value (the largest below 2¹⁵).
-	matmulCliff = 32752
+	matmulCliff = engine.Cliff
 	// sliceCliff: a slice at a nonzero last-axis offset turns inputs above
 	// it in magnitude into ±Inf, on targets with lower.Target.WidthSliceClamp.
-	sliceCliff = 4094
+	sliceCliff = engine.SliceClamp
 
 	matmulCliffBits = 0x46ffe000 // the float32 bits of matmulCliff
 	sliceCliffBits  = 0x457fe000 // the float32 bits of sliceCliff
