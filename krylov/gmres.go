@@ -45,67 +45,25 @@ const MaxRestart = 32
 // inner-outer preconditioned GMRES algorithm", SIAM J. Sci. Comput. 14(2),
 // 1993), right-preconditioned by a device program.
 //
-// The host runs the outer iteration in float64: it keeps the Arnoldi basis
-// v_1 … v_{m+1} and the preconditioned directions z_1 … z_m, orthogonalizes
-// w_j = A·z_j against the basis (modified Gram–Schmidt), updates the
-// Hessenberg least-squares problem by Givens rotations, and at the end of a
-// cycle sets x += Z·y and recomputes r = b − A·x. The device does the
-// solver's work: each step is one dispatch that computes z_j ≈ A⁻¹·v_j.
-// Because the outer iteration is flexible, the device's z_j need not come
-// from one fixed linear map, so fp16 rounding in the preconditioner slows
-// nothing down: the host's Arnoldi relation A·Z = V·H holds in float64
-// whatever the z_j are.
-//
-// The preconditioner depends on the operator:
-//
-//   - A dense matrix (Dense, up to 1024 unknowns) is first equilibrated by
-//     powers of two, B = R·A·C, and inverted approximately on the device by
-//     Newton–Schulz with the acceleration of Pan and Schreiber (SIAM J. Sci.
-//     Stat. Comput. 12(5), 1991): about 2·log₃.₆(κ²) products of n×n
-//     matrices, once per operator and device (the result is cached with the
-//     program). Each step then applies X ≈ B⁻¹ as one fp16 matmul. In
-//     Compensated mode the Newton–Schulz products are compensated (limb
-//     digits, reaching κ ≈ 1e7) and the same dispatch returns A·z_j from
-//     the compensated product as well, so the host does only bookkeeping
-//     (vector updates and dot products); in FP16 mode the products are
-//     fp16, which reaches κ ≈ 2e3, and the host applies A in float64. When
-//     Newton–Schulz cannot bring ‖I − B·X‖_F below ½, GMRES uses the
-//     polynomial below instead, and says so if the solve fails.
-//   - Any other operator (Stencil2D, user operators) gets a Chebyshev
-//     polynomial of degree 16 in A on the device, without dot products, for
-//     the ellipse centred on the real axis that spans [λ/256, λ],
-//     λ = ‖2^σ·A‖∞ (Gershgorin), and is as high as a bound of
-//     ‖(A − Aᵀ)/2‖₂ (the field of values' height; Stencil2D knows it from its
-//     coefficients, other operators are taken as having a real spectrum):
-//     the Chebyshev iteration for an ellipse (Manteuffel, Numer. Math. 28,
-//     1977; Saad 2003, Alg. 12.1). That is sixteen device applications of A
-//     per step against the host's one. It suits spectra in the right
-//     half-plane (diffusion, upwind convection–diffusion, M-matrices); an
-//     indefinite operator converges slower with it. The two precision modes
-//     are the same here, and Compensated accepts any stencil.
-//
-// Every value entering the device is scaled by a power of two (v_j to a
-// largest entry in [½, 1)), and every matmul or conv output stays below
-// 2¹⁴ by construction; an fp16 overflow all the same repeats the dispatch
-// with its input halved (Stats.Retries).
+// The host keeps the Arnoldi basis and the directions in float64; each
+// step is one dispatch that computes z_j ≈ A⁻¹·v_j. Because the iteration
+// is flexible, the relation A·Z = V·H holds in float64 whatever the z_j
+// are, so fp16 rounding in the preconditioner slows nothing down. A Dense
+// matrix (up to 1024 unknowns) gets an approximate inverse computed on the
+// device once per operator by accelerated Newton–Schulz (Pan and
+// Schreiber, SIAM J. Sci. Stat. Comput. 12(5), 1991), compensated in
+// Compensated mode; any other operator a dot-free Chebyshev polynomial of
+// degree 16 for an ellipse holding its field of values (Manteuffel, Numer.
+// Math. 28, 1977). docs/KRYLOV.md states both, and the scaling, in full.
 //
 // GMRES uses Tol, Restart (1 … MaxRestart once capped at n; default 30),
 // MaxDispatches, Precision, X0, Device and Trace; it ignores Unroll and
-// refuses Precond (ErrInput: the device preconditioner is its own). A
-// dispatch is one step; MaxDispatches bounds the steps. It stops when the
-// recomputed relative residual ‖b − A·x‖₂/‖b‖₂ is at most Tol (Converged,
-// nil error), after MaxDispatches steps, when the residual fails to halve
-// within five cycles (stagnation) or becomes NaN; the last three return the
-// best iterate so far with an error wrapping ErrNotConverged. History holds
-// the relative residual before the first and after every cycle, each
-// recomputed in float64 for that cycle's x, and never increases: should
-// the step Z·y not reduce the float64 residual (it can only when the device
-// supplies the images), it is shortened to the multiple of it that does.
-// Iterations counts steps; Trace is called after every step, with the
-// least-squares residual of the cycle so far (the recomputed one at the
-// end of a cycle). If b = 0, x = 0 is returned at once; other b are first
-// scaled by a power of two, so that no host dot product under- or
-// overflows.
+// refuses Precond (ErrInput). A dispatch is one step. It stops when the
+// recomputed ‖b − A·x‖₂/‖b‖₂ is at most Tol (Converged, nil error), after
+// MaxDispatches steps, when the residual fails to halve within five cycles
+// or becomes NaN; the last three return the best iterate so far with an
+// error wrapping ErrNotConverged. History, recomputed after every cycle,
+// never increases (see Result).
 //
 // Errors: ErrShape and ErrInput for bad input (lengths, NaN or Inf in b or
 // X0, settings out of range, a zero, negative or non-finite ‖A‖∞, a

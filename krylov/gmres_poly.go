@@ -31,7 +31,7 @@ import (
 const (
 	// polyDegree, the operator applications per step, and polyReach, the
 	// interval's bottom, were chosen by measurement on convection–diffusion
-	// 64² at Pe 1, 10 and 100 with m = 30 (see TestGMRESIterationSweep).
+	// 64² at Pe 1, 10 and 100 with m = 30 (the GMRES sweep of docs/RESULTS.md).
 	// Degree 8, 16, 24 (reach 1) need about 27, 17, 14 steps, 244–262,
 	// 273–307, 351–376 operator applications (host and device) against
 	// float64 GMRES(30)'s 343–761: all within 1.5×. The host's work per

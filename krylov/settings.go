@@ -38,7 +38,9 @@ func defaultMaxDispatches(n int) int {
 }
 
 // Settings configure a solve. A nil *Settings means all defaults, and every
-// zero field means its default.
+// zero field means its default. Settings and Result follow gonum's optimize
+// conventions where they fit; docs/KRYLOV.md says where and why they differ
+// (limits count dispatches, and only the host's float64 residual decides).
 type Settings struct {
 	// Device runs the unrolled iterations; nil means shim.Open("").
 	Device shim.Device
