@@ -117,8 +117,8 @@ func gradCases() []gradCase {
 // differences of the same graph through Eval. The scalar is y = Σ out⊙R
 // with a random probe R, so every output element carries its own weight.
 // With step h = 1e-5·max(1, |x|) the difference's truncation error is
-// h²/6·|y'''| ≈ 2e-11 and its rounding error about 2⁻⁵²·|y|/h ≈ 1e-11·|y|
-// (|y|, |y'''| are O(10) here), so a bound of 1e-6·(1 + |g|) leaves four
+// h²/6·|y”'| ≈ 2e-11 and its rounding error about 2⁻⁵²·|y|/h ≈ 1e-11·|y|
+// (|y|, |y”'| are O(10) here), so a bound of 1e-6·(1 + |g|) leaves four
 // orders of magnitude for larger derivatives and still catches any wrong
 // rule (a wrong rule is off by O(1)).
 func TestGradFiniteDifferences(t *testing.T) {
