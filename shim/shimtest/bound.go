@@ -39,7 +39,7 @@ var opULPs = map[dataflow.Op]float64{
 
 // geluLipschitz bounds |GELU′| for every mode: the exact form's derivative
 // Φ(x) + x·φ(x) peaks at x = √2 with 1.1289, the tanh and sigmoid forms
-// within 1.13 as well (TestGeluLipschitz checks all three on a grid).
+// within 1.13 as well (the package's tests check all three on a grid).
 const geluLipschitz = 1.13
 
 // subnormalHalf is half the spacing of fp16's subnormals: the absolute

@@ -202,7 +202,7 @@ func layerCases() []layerCase {
 // graph with seeded weights, lowered for the device's target and run on
 // seeded inputs — and compares each output element with dataflow.Eval of
 // the same graph, within a bound derived by a forward error analysis from
-// the op suite's own per-op bounds (see the package documentation). A
+// the op suite's own per-op bounds (docs/SHIMTEST.md derives it). A
 // result's Op is the nn function ("nn.Linear"), its Status the weakest of
 // its ops' statuses on the target and MIL the registry's MIL names of
 // those ops. Like Check, it never panics on a device failure.
