@@ -500,7 +500,8 @@ func (p *product) dispatchCount() int {
 // split on the host and sent at every Apply.
 //
 // What each mode reaches (normwise relative error ‖y − A·x‖₂/‖A·x‖₂ for a
-// random normal 1024×1024 A and x, measured by TestLimbTable):
+// random normal 1024×1024 A and x, as in docs/RESULTS.md, Compensated
+// products):
 //
 //   - FP16: one pass, both operands scaled by powers of two into [1, 2):
 //     about u16 = 2⁻¹¹ under the wide accumulator (sim: 4.1e-4), ten times
