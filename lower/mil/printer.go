@@ -8,8 +8,8 @@ import (
 // Print writes p as MIL text in the coremlc layout: four-space indentation,
 // one statement per line, arguments and attributes in AST order, floats as
 // C99 hex floats (0x1p-3, -0x1.8p+1, inf, nan), strings with \" \\ \n \t
-// \r escaped. The buildInfo line is
-// left out when p.BuildInfo is empty, and an empty Version prints as 1.3.
+// \r escaped. The buildInfo line is left out when p.BuildInfo is empty,
+// and an empty Version prints as 1.3.
 // The output is a pure function of the AST (positions are ignored).
 func Print(p *Program) []byte {
 	if p == nil {
