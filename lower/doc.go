@@ -16,14 +16,12 @@
 //     dispatch.
 //  3. Emit MIL: every program surface is an fp16 tensor in the canonical
 //     layout [1, C, 1, S], S padded to the target's row alignment (64 bytes
-//     through M4, 128 on M5). On every hardware target (and the simulator's
-//     default target, which follows the strictest family) the program binds
-//     exactly one input and one output surface: the logical inputs are
-//     bands of rows of the input surface, sliced apart at channel offsets
-//     inside the program (never at width offsets), and the outputs are
-//     stacked the same way by binary concats. Program.PackInputs and
-//     UnpackOutputs, and the devices, do the packing; callers see logical
-//     tensors only.
+//     through M4, 128 on M5). On every hardware target and the simulator's
+//     the program binds one input and one output surface: the logical
+//     inputs are bands of its rows, sliced apart at channel offsets (never
+//     width offsets), and the outputs are stacked by binary concats.
+//     Program.PackInputs and UnpackOutputs, and the devices, do the
+//     packing; callers see logical tensors only.
 //
 // What every emitted program guarantees the engine, checked by Lint on
 // each one (so every program any test builds is linted): at most one input
@@ -36,9 +34,7 @@
 //
 // Estimate prices a program with the published roofline model of the
 // engine (bytes, flops and modeled time per ANE family); it is a model,
-// never a measurement.
-//
-// Invariants: the same graph gives byte-identical MIL and blob (and so the
+// never a measurement. Invariants: the same graph gives byte-identical MIL and blob (and so the
 // same Program.Hash, which the device caches key on); every constant fits
 // fp16 or Lower fails with ErrRange; lowering never modifies its input graph.
 package lower
