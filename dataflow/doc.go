@@ -13,11 +13,10 @@
 //     (a shape mismatch, a bad axis or attribute, an invalid or duplicate
 //     name, a zero Value where an operand is required, a Value of another
 //     graph). The first mistake is recorded with the op and every shape
-//     involved, for example
-//     "dataflow: add: shapes [2 3] and [4 3] do not broadcast: dataflow: shape mismatch";
-//     every later builder call returns the zero Value and does nothing, and
-//     Err, Verify, Eval and lowering return that first error. Errors wrap
-//     ErrShape or ErrInvalid.
+//     involved ("dataflow: add: shapes [2 3] and [4 3] do not broadcast:
+//     dataflow: shape mismatch"); every later builder call returns the
+//     zero Value and does nothing, and Err, Verify, Eval and lowering
+//     return that first error, which wraps ErrShape or ErrInvalid.
 //   - Shapes are static, of rank ≤ MaxRank (5), every dim ≥ 1; rank 0 is a
 //     scalar. All data is row-major (the last axis varies fastest).
 //   - Nodes are appended in topological order: every input ID of a node is
@@ -28,9 +27,8 @@
 //   - Names of inputs, consts and outputs are MIL identifiers
 //     ([A-Za-z_][A-Za-z0-9_]*), unique across all three. Scalars are consts
 //     with an empty Name and take no name.
-//   - Inputs and consts are Float16, and every op's result has its operands'
-//     dtype.
-//   - Building is linear in the number of nodes.
+//   - Inputs and consts are Float16, and every op's result has its
+//     operands' dtype. Building is linear in the number of nodes.
 //
 // Eval is the specification: plain float64 code that defines the meaning of
 // every op (following coremltools' MIL definitions where they apply). The

@@ -11,11 +11,9 @@
 // matmul with one-hot tokens). Models: CNN, Encoder (pre-norm
 // transformer) and ResNet (ResNet-18-shaped), each with a configuration
 // (SmallCNN, SmallEncoder, MiniLM, ResNet18) and seeded RandomWeights.
-//
-// Layouts: activations are channel-first [N, C, H, W] (a sequence of T
-// vectors of D features is [1, D, 1, T], the engine's native layout), or
-// rows of features [M, D]; every layer's feature axis is axis 1. Weights
-// use PyTorch's layouts and names.
+// Layouts: activations are channel-first [N, C, H, W] (T vectors of D
+// features are [1, D, 1, T], the engine's native layout) or rows [M, D];
+// the feature axis is axis 1. Weights use PyTorch's layouts and names.
 //
 // Invariants (what a layer guarantees the engine, docs/ENGINE.md §7):
 //
@@ -33,11 +31,11 @@
 //     as the caller's bound on the input says: LinearShift, ConvOptions
 //     Shift and Bound fold a power of two into the weights and unfold it
 //     after with an exact multiply.
-//   - No width-offset slices where values can be large: max pooling
-//     slices the last axis only at offset 0.
+//   - No width-offset slices where values can be large: max pooling slices
+//     the last axis only at offset 0.
 //
-// Mistakes — a missing or misshapen weight, an epsilon the native op
-// cannot hold, heads that do not divide the features — are recorded in
-// the graph (Graph.Err and lowering return them) and wrap ErrWeight,
-// ErrShape or ErrRange; a malformed file wraps ErrFormat.
+// Mistakes — a missing or misshapen weight, an epsilon the native op cannot
+// hold, heads that do not divide the features — are recorded in the graph
+// (Graph.Err and lowering return them) and wrap ErrWeight, ErrShape or
+// ErrRange; a malformed file wraps ErrFormat.
 package nn
