@@ -33,12 +33,12 @@ func openDevice(t testing.TB, name string) shim.Device {
 // rounded once). One fp16 rounding has relative error ≤ u16 and, spread
 // over a binade, an RMS of about u16/√3 ≈ 2.8e-4.
 //   - One dense stage: the split operands leave only the rounding of the
-//     result (2⁻¹⁶ beside it): expected u16/√3; the 4e-4 leaves a
+//     result (2⁻¹⁶ beside it): expected u16/√3; the bound 4e-4 leaves a
 //     factor 1.4 for the spread of a 16-point sample.
 //   - m stages: the input, and per stage the entries, the products and the
 //     result, and per twiddle its entries, two products and a sum: about
 //     1 + 3m + 2(m − 1) independent roundings of RMS u16/√3 each, so
-//     u16·√((5m − 1)/3): 8.5e-4 for m = 2, under the 1e-3.
+//     u16·√((5m − 1)/3): 8.5e-4 for m = 2, under the bound 1e-3.
 //
 // Under "sim-narrow" (every conv adds its products in an fp16 running sum)
 // both modes run exact digit programs: every product, partial sum and
@@ -53,8 +53,8 @@ func openDevice(t testing.TB, name string) shim.Device {
 // (forLayout). m stages of at most 2⁻¹² each in quadrature: 2⁻¹²·√m, so
 // 2.4e-4 for one block (n ≤ 32) and 3.5e-4 for two (up to 256 = 16·16,
 // the sizes one dense DFT serves on "sim"), 4.9e-4 for four (65536): the
-// issue's 4e-4 and 1e-3. Compensated: constants of 10 levels (2⁻³⁰) and data three
-// digit levels deeper again: a few 2⁻²² as on "sim", the 1e-6.
+// bounds 4e-4 and 1e-3. Compensated: constants of 10 levels (2⁻³⁰) and data three
+// digit levels deeper again: a few 2⁻²² as on "sim", the bound 1e-6.
 func tolerance(variant string, mode precision.Mode, dims []int) float64 {
 	l := newLayout(dims, 1, blockFor(mode, variant))
 	m := len(l.stages)

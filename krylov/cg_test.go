@@ -76,7 +76,7 @@ func TestStencilMatchesReference(t *testing.T) {
 // TestCGPoisson solves Poisson problems with a manufactured solution: the
 // host refines to Tol, and the error against the exact discrete solution
 // is bounded by κ·Tol in the worst case; a smooth solution does far better,
-// and the issue asks for 1e-9.
+// and the test asks for 1e-9.
 func TestCGPoisson(t *testing.T) {
 	cases := []struct {
 		name   string

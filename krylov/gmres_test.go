@@ -19,7 +19,7 @@ import (
 	"github.com/anemone-go/anemone/shim"
 )
 
-// gmresApplyBound is the issue's bar for iteration counts: the total
+// gmresApplyBound is the project's bar for iteration counts: the total
 // operator applications of a solve (host and device, preconditioner
 // included) at most 1.5× those of float64 GMRES(m) (reference.GMRES, same
 // m, same Tol) on the same system.
@@ -863,7 +863,7 @@ func TestGMRESPolynomial(t *testing.T) {
 	require.Less(t, reference.RelErr(z, zh), 0.05)
 }
 
-// TestGMRESIterationSweep is the family sweep of the issue (long mode): the
+// TestGMRESIterationSweep is the GMRES family sweep (long mode): the
 // total operator applications of FGMRES(30) with the device preconditioner
 // against float64 GMRES(30)'s iterations, on convection–diffusion 64² at
 // Pe 1, 10 and 100 (reference.ConvectionDiffusion2D: the Pe argument is the

@@ -186,7 +186,7 @@ func TestCGSmoothRHSCause(t *testing.T) {
 			}
 		}
 		if prob.name == "Poisson" {
-			// The polynomial's own cost: above the 1.5× in float64.
+			// The polynomial's own cost: above the 1.5× bar in float64.
 			ref, err := reference.CG(hostOp{prob.op}, smoothRHS(n, n), reference.CGSettings{Tol: 1e-10, MaxIter: 100000})
 			require.NoError(t, err)
 			// No width of the interval changes that: λ_lo = λ_hi/(c·k²)

@@ -371,7 +371,7 @@ func (d *jumpDiffusion) DeviceApply(g *dataflow.Graph, u dataflow.Value, scale i
 	return g.Conv2D(g.Mul(near, coef), sum, dataflow.Conv2DOptions{})
 }
 
-// TestCGFamilySweep is the family sweep: total applications of A,
+// TestCGFamilySweep is the CG family sweep: total applications of A,
 // dispatches·(Unroll + 1) (Unroll on the device, one on the host), against
 // float64 CG's iterations (reference.CG), to 1e-10, for random and smooth
 // right-hand sides, at 128² (the jump coefficient a user GridOperator on
@@ -535,7 +535,7 @@ func TestCGPoissonLarge(t *testing.T) {
 	}
 }
 
-// TestCGKappa1e6 is the κ = 1e6 case, SPD RandSVD, in both modes:
+// TestCGKappa1e6 is the κ = 1e6 case, SPD RandSVD, in both modes:
 // the float64 outer iteration reaches 1e-10 with the device's polynomial
 // in FP16 mode already (fl16(A)'s eigenvalues near zero are wrong, but the
 // polynomial is positive on them, and the outer loop multiplies by A in

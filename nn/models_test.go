@@ -54,7 +54,7 @@ func modelCheck(t testing.TB, dev string, g *dataflow.Graph, inputs map[string][
 // float64 under both simulator variants. For a chain of L contraction
 // stages each within c·u of its scale, the relative error is ≲ L·c·u; the
 // cosine deficit is about half the squared relative error, far below
-// 1e−4 — the bar is what the issue asks, the max relative error is
+// 1e−4 — the bar the project sets; the max relative error is
 // reported and bounded by 0.05 (a failure of the construction, such as
 // an overflow caught late or a cliff, costs far more).
 const (

@@ -10,7 +10,7 @@ import (
 )
 
 // TestRun runs the CNN and the encoder on both simulator variants and
-// checks the printed agreement meets the bar (cosine ≥ 0.9999).
+// checks the printed agreement meets the project's bar (cosine ≥ 0.9999).
 func TestRun(t *testing.T) {
 	for _, dev := range []string{"sim", "sim-narrow"} {
 		var out bytes.Buffer
