@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
@@ -21,6 +22,9 @@ type Settings struct {
 	// outputs added on the host in float64). Float64 is ErrUnsupported: a
 	// transform has no residual to refine against.
 	Precision precision.Mode
+	// Stats, if not nil, receives what a package function's call did (the
+	// Plan methods ignore it: see Plan.Stats).
+	Stats *Stats
 }
 
 // resolve fills in the defaults of s.
@@ -63,6 +67,15 @@ type Plan struct {
 
 	mu    sync.Mutex
 	progs map[int]*program // by batch size
+	stats Stats            // every call so far, guarded by mu
+}
+
+// Stats returns what the plan's calls have cost so far, the compile of
+// each program charged to the first call that ran it.
+func (p *Plan) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
 }
 
 // NewPlan compiles the n-point complex transform. n must be a product of
@@ -173,7 +186,7 @@ func (p *Plan) Device() shim.Device { return p.dev }
 // ErrRange; a device result that fails the host's check is ErrDevice. x is
 // not modified.
 func (p *Plan) Forward(x []complex128) ([]complex128, error) {
-	ys, err := p.transform("Plan.Forward", [][]complex128{x}, false)
+	ys, err := p.transform("Plan.Forward", [][]complex128{x}, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +196,7 @@ func (p *Plan) Forward(x []complex128) ([]complex128, error) {
 // Inverse returns the inverse DFT x_j = (1/n)·Σ_k X_k·exp(+2πi·jk/n), so
 // that Inverse(Forward(x)) ≈ x, with one dispatch. Errors as Forward.
 func (p *Plan) Inverse(y []complex128) ([]complex128, error) {
-	xs, err := p.transform("Plan.Inverse", [][]complex128{y}, true)
+	xs, err := p.transform("Plan.Inverse", [][]complex128{y}, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -195,15 +208,31 @@ func (p *Plan) Inverse(y []complex128) ([]complex128, error) {
 // scaled on its own). An empty xs or a signal of the wrong length is
 // ErrShape.
 func (p *Plan) ForwardMany(xs [][]complex128) ([][]complex128, error) {
-	return p.transform("Plan.ForwardMany", xs, false)
+	return p.transform("Plan.ForwardMany", xs, false, nil)
 }
 
 // InverseMany is the inverse of ForwardMany, in one dispatch.
 func (p *Plan) InverseMany(ys [][]complex128) ([][]complex128, error) {
-	return p.transform("Plan.InverseMany", ys, true)
+	return p.transform("Plan.InverseMany", ys, true, nil)
 }
 
-func (p *Plan) transform(what string, xs [][]complex128, inverse bool) ([][]complex128, error) {
+// transform runs xs through the plan's program for their batch; what the
+// call cost is added to the plan's Stats and, if call is not nil, stored
+// in *call.
+func (p *Plan) transform(what string, xs [][]complex128, inverse bool, call *Stats) ([][]complex128, error) {
+	start := time.Now()
+	var st Stats
+	var dev time.Duration
+	defer func() {
+		st.Host = max(0, time.Since(start)-dev)
+		st.finish()
+		p.mu.Lock()
+		p.stats.add(st)
+		p.mu.Unlock()
+		if call != nil {
+			*call = st
+		}
+	}()
 	if len(xs) == 0 {
 		return nil, fmt.Errorf("fft: %s: no signals: %w", what, ErrShape)
 	}
@@ -223,7 +252,7 @@ func (p *Plan) transform(what string, xs [][]complex128, inverse bool) ([][]comp
 			in[i] = conj(x)
 		}
 	}
-	ys, err := pr.run(what, in)
+	ys, err := pr.run(what, in, &st, &dev)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +359,20 @@ func Forward(x []complex128, s *Settings) ([]complex128, error) {
 		return nil, err
 	}
 	defer release()
-	return p.Forward(x)
+	ys, err := p.transform("Forward", [][]complex128{x}, false, callStats(s))
+	if err != nil {
+		return nil, err
+	}
+	return ys[0], nil
+}
+
+// callStats is where a package function stores what its call cost: s.Stats,
+// or nil.
+func callStats(s *Settings) *Stats {
+	if s == nil {
+		return nil
+	}
+	return s.Stats
 }
 
 // Inverse returns the inverse DFT of y normalized by 1/n, so that
@@ -344,7 +386,11 @@ func Inverse(y []complex128, s *Settings) ([]complex128, error) {
 		return nil, err
 	}
 	defer release()
-	return p.Inverse(y)
+	xs, err := p.transform("Inverse", [][]complex128{y}, true, callStats(s))
+	if err != nil {
+		return nil, err
+	}
+	return xs[0], nil
 }
 
 // RealForward returns the n/2+1 coefficients X_0 … X_⌊n/2⌋ of the DFT of
@@ -409,7 +455,11 @@ func Forward2D(x []complex128, rows, cols int, s *Settings) ([]complex128, error
 		return nil, err
 	}
 	defer release()
-	return p.Forward(x)
+	ys, err := p.transform("Forward2D", [][]complex128{x}, false, callStats(s))
+	if err != nil {
+		return nil, err
+	}
+	return ys[0], nil
 }
 
 // Inverse2D is the inverse of Forward2D, normalized by 1/(rows·cols).
@@ -419,7 +469,11 @@ func Inverse2D(y []complex128, rows, cols int, s *Settings) ([]complex128, error
 		return nil, err
 	}
 	defer release()
-	return p.Inverse(y)
+	xs, err := p.transform("Inverse2D", [][]complex128{y}, true, callStats(s))
+	if err != nil {
+		return nil, err
+	}
+	return xs[0], nil
 }
 
 func plan2D(what string, n, rows, cols int, s *Settings) (*Plan, func(), error) {

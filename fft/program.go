@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
@@ -22,6 +23,7 @@ type program struct {
 	digits *digitScheme
 	exe    shim.Executable
 	comp   *compSchedule // digit programs only
+	disp   *dispatcher   // runs exe on a session
 }
 
 // scheme is the program's digit arithmetic, nil for the one-pass program.
@@ -40,17 +42,18 @@ func maxRow(dev shim.Device) int {
 	return 16384
 }
 
-// build lowers and compiles g; an error the target or device raises for a
-// program it cannot run also wraps ErrUnsupported.
-func build(dev shim.Device, g *dataflow.Graph, what string) (shim.Executable, error) {
-	exe, err := shim.Build(dev, g)
+// build lowers and compiles g, reporting whether it was compiled now; an
+// error the target or device raises for a program it cannot run also
+// wraps ErrUnsupported.
+func build(dev shim.Device, g *dataflow.Graph, what string) (shim.Executable, shim.CompileReport, error) {
+	exe, rep, err := shim.BuildReported(dev, g)
 	if err == nil {
-		return exe, nil
+		return exe, rep, nil
 	}
 	if errors.Is(err, lower.ErrUnsupported) || errors.Is(err, shim.ErrUnsupported) {
-		return nil, fmt.Errorf("fft: %s: %w", what, errors.Join(ErrUnsupported, err))
+		return nil, rep, fmt.Errorf("fft: %s: %w", what, errors.Join(ErrUnsupported, err))
 	}
-	return nil, fmt.Errorf("fft: %s: %w", what, err)
+	return nil, rep, fmt.Errorf("fft: %s: %w", what, err)
 }
 
 // newProgram builds the program of lay in mode on dev.
@@ -60,11 +63,15 @@ func newProgram(dev shim.Device, lay *layout, sign int, mode precision.Mode, dig
 	if err := g.Err(); err != nil {
 		return nil, fmt.Errorf("fft: building the %v program for %v × %d: %w", mode, lay.dims, lay.batch, err)
 	}
-	exe, err := build(dev, g, fmt.Sprintf("%v transform of %v points × %d signals", mode, lay.dims, lay.batch))
+	what := fmt.Sprintf("%v transform of %v points × %d signals", mode, lay.dims, lay.batch)
+	exe, rep, err := build(dev, g, what)
 	if err != nil {
 		return nil, err
 	}
 	p.exe = exe
+	if p.disp, err = newDispatcher(exe, dev, rep); err != nil {
+		return nil, fmt.Errorf("fft: %s: %w", what, err)
+	}
 	return p, nil
 }
 
@@ -151,13 +158,30 @@ func nextStage(g *dataflow.Graph, y dataflow.Value, s, n stage, limit int) dataf
 // transform that would overflow float64, is ErrRange. An all-zero x gives
 // ok == false.
 func (l *layout) inputScale(what string, x []complex128) (e int, ok bool, err error) {
-	m := 0.0
+	// The largest modulus is that of the element with the largest
+	// re² + im², found without a square root per element. Where the
+	// squares leave float64's range (or x holds NaN or ±Inf, which makes
+	// their maximum NaN or +Inf) x is scanned again, element by element.
+	m2, at := 0.0, 0
 	for i, v := range x {
-		re, im := real(v), imag(v)
-		if math.IsNaN(re) || math.IsNaN(im) || math.IsInf(re, 0) || math.IsInf(im, 0) {
-			return 0, false, fmt.Errorf("fft: %s: x[%d] = %v is not finite; remove NaN and ±Inf before transforming: %w", what, i, v, ErrRange)
+		q := real(v)*real(v) + imag(v)*imag(v)
+		if q > m2 || q != q {
+			m2, at = q, i
+			if q != q {
+				break
+			}
 		}
-		m = max(m, math.Hypot(re, im))
+	}
+	m := math.Hypot(real(x[at]), imag(x[at]))
+	if !(m2 >= 0x1p-900 && m2 <= math.MaxFloat64) {
+		m = 0
+		for i, v := range x {
+			re, im := real(v), imag(v)
+			if math.IsNaN(re) || math.IsNaN(im) || math.IsInf(re, 0) || math.IsInf(im, 0) {
+				return 0, false, fmt.Errorf("fft: %s: x[%d] = %v is not finite; remove NaN and ±Inf before transforming: %w", what, i, v, ErrRange)
+			}
+			m = max(m, math.Hypot(re, im))
+		}
 	}
 	if m == 0 {
 		return 0, false, nil
@@ -180,17 +204,35 @@ func put(v float64, e int) float32 {
 	return float32(r)
 }
 
-// run transforms the signals xs (each of length lay.total) in one dispatch.
-func (p *program) run(what string, xs [][]complex128) ([][]complex128, error) {
+// putScaled is put(v, e) with scale = 2^e: the product is exact while
+// 2^e is a normal number.
+func putScaled(v, scale float64, e int) float32 {
+	if e <= -1000 || e >= 1000 {
+		return put(v, e)
+	}
+	r := fp16.Round64(v * scale)
+	if math.Abs(r) < fp16.MinNormal {
+		return 0
+	}
+	return float32(r)
+}
+
+// run transforms the signals xs (each of length lay.total) in one
+// dispatch, adding it to st and the device's time to *dev.
+func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Duration) ([][]complex128, error) {
 	buf, exps, live, err := p.pack(what, xs)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := p.exe.Run([][]float32{buf})
+	p.disp.mu.Lock()
+	d, err := p.disp.run(buf, st)
+	*dev += d
 	if err != nil {
+		p.disp.mu.Unlock()
 		return nil, deviceError(what, err)
 	}
-	ys := p.unpack(outs, exps, live)
+	ys := p.unpack(p.disp.outs, exps, live)
+	p.disp.mu.Unlock()
 	for b, y := range ys {
 		if err := p.lay.check(xs[b], y); err != nil {
 			return nil, fmt.Errorf("fft: %s: signal %d: %w", what, b, err)
@@ -227,6 +269,7 @@ func (p *program) pack(what string, xs [][]complex128) (buf []float32, exps []in
 		if !ok {
 			continue
 		}
+		scale := math.Ldexp(1, e)
 		for j1 := range s0.f {
 			for q := range s0.q {
 				v := x[j1*s0.q+q]
@@ -236,7 +279,7 @@ func (p *program) pack(what string, xs [][]complex128) (buf []float32, exps []in
 					case sc != nil:
 						sc.putDigits(buf, plane, at, math.Ldexp(c, e))
 					case copies == 1:
-						buf[at] = put(c, e)
+						buf[at] = putScaled(c, scale, e)
 					default:
 						hi, lo := splitInput(math.Ldexp(c, e))
 						buf[at] = lo
@@ -268,8 +311,12 @@ func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex1
 			km, rr := t/r, t%r
 			ir, ii := (km*B+b)*r+rr, ((sm.f+km)*B+b)*r+rr
 			if p.comp == nil {
-				sc := l.outShift - exps[b]
-				y[nat] = complex(math.Ldexp(float64(outs[0][ir]), sc), math.Ldexp(float64(outs[0][ii]), sc))
+				if sc := l.outShift - exps[b]; sc > -1000 && sc < 1000 {
+					f := math.Ldexp(1, sc) // exact: a normal power of two
+					y[nat] = complex(float64(outs[0][ir])*f, float64(outs[0][ii])*f)
+				} else {
+					y[nat] = complex(math.Ldexp(float64(outs[0][ir]), sc), math.Ldexp(float64(outs[0][ii]), sc))
+				}
 				continue
 			}
 			// The pieces are added in the program's units and the sum is

@@ -1,0 +1,58 @@
+package fft
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/dsp/fourier"
+
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/precision"
+)
+
+// TestStatsForward65536: a transform of n = 65536 points is one dispatch
+// whose host side moves only the signal: the input crosses once as n
+// complex fp16 values (2n halves, 4n bytes) and the output once likewise,
+// so the session's BytesIn + BytesOut is 8n bytes per call (the DFT
+// blocks and twiddles are constants of the program). Stats carry the
+// modeled engine time lower.Estimate gives the program for ane-m1 (the
+// simulator's family), the compile charged to the first call only, and
+// ModeledTotal as the sum of the parts. The result matches gonum's FFT to
+// the FP16 tolerance (see tolerance).
+func TestStatsForward65536(t *testing.T) {
+	const n = 1 << 16
+	dev := openDevice(t, "sim")
+	x := signals[0].gen(n, newRNG(1, n))
+	want := fourier.NewCmplxFFT(n).Coefficients(nil, x)
+
+	var first, second Stats
+	y, err := Forward(x, &Settings{Device: dev, Stats: &first})
+	require.NoError(t, err)
+	requireAccurate(t, y, want, tolerance("sim", precision.FP16, []int{n}), "first call")
+	_, err = Forward(x, &Settings{Device: dev, Stats: &second})
+	require.NoError(t, err)
+
+	p, release, err := cachedPlan("test", []int{n}, &Settings{Device: dev})
+	require.NoError(t, err)
+	defer release()
+	pr, err := p.program(1)
+	require.NoError(t, err)
+	cost, err := lower.Estimate(pr.exe.Program(), "ane-m1")
+	require.NoError(t, err)
+
+	for i, st := range []Stats{first, second} {
+		require.Equal(t, 1, st.Dispatches, "call %d", i)
+		require.Equal(t, cost.Time, st.ModeledTime, "call %d", i)
+		require.Positive(t, st.Host, "call %d", i)
+		require.Equal(t, st.ModeledTime+st.ModeledCompile+st.Host, st.ModeledTotal, "call %d", i)
+	}
+	require.Equal(t, lower.EstimateCompile(pr.exe.Program()), first.ModeledCompile, "the first call compiled the program")
+	require.Zero(t, second.ModeledCompile, "the second reused it")
+	total := p.Stats()
+	require.Equal(t, 2, total.Dispatches)
+	require.Equal(t, first.ModeledTotal+second.ModeledTotal, total.ModeledTotal)
+
+	io := pr.disp.sess.Stats()
+	require.Equal(t, 2, io.Dispatches)
+	require.Equal(t, int64(2*8*n), io.BytesIn+io.BytesOut, "host bytes: 8n per call")
+}
