@@ -1,0 +1,155 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/anemone-go/anemone/dataflow"
+)
+
+// gradUnit is the fixed unit of the optimizer state: the state holds
+// gradients times 2¹⁰ whatever the loss scale, so that a change of scale
+// leaves it consistent and its small entries stay in fp16's normal range.
+const gradUnit = 1 << 10
+
+// Optimizer is SGD or Adam: it adds one parameter's update to the step
+// graph, its state as graph inputs carried from outputs.
+type Optimizer interface {
+	check() error
+	// states names the per-parameter state tensors.
+	states() []string
+	// build returns the gated step of p (in units of b.unit: the weight
+	// moves by step·2^−unitExp) and the next value of each state.
+	build(b *stepBuilder, p *param, gk dataflow.Value) (step dataflow.Value, next []dataflow.Value)
+	// scalars are the host's values of the optimizer's scalar inputs for
+	// update number t (1-based), the step unit being u.
+	scalars(t int, u float64) map[string]float64
+}
+
+// SGD is stochastic gradient descent with momentum: buf ← μ·buf + g,
+// w ← w − LR·buf − LR·WeightDecay·w (decoupled decay).
+type SGD struct {
+	LR, Momentum, WeightDecay float64
+}
+
+func (o SGD) check() error {
+	if !(o.LR > 0) || math.IsInf(o.LR, 0) {
+		return fmt.Errorf("train: SGD: learning rate %g, want > 0 and finite: %w", o.LR, ErrConfig)
+	}
+	if !(o.Momentum >= 0 && o.Momentum < 1) {
+		return fmt.Errorf("train: SGD: momentum %g, want in [0, 1): %w", o.Momentum, ErrConfig)
+	}
+	if !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0) {
+		return fmt.Errorf("train: SGD: weight decay %g, want ≥ 0 and finite: %w", o.WeightDecay, ErrConfig)
+	}
+	return nil
+}
+
+func (o SGD) states() []string {
+	if o.Momentum == 0 {
+		return nil
+	}
+	return []string{"mom"}
+}
+
+func (o SGD) build(b *stepBuilder, p *param, gk dataflow.Value) (dataflow.Value, []dataflow.Value) {
+	g := b.g
+	dir := gk
+	var next []dataflow.Value
+	if o.Momentum > 0 {
+		buf := p.state[0]
+		// buf + ok·((μ−1)·buf + g)
+		nb := g.Add(buf, g.Mul(b.ok, g.Add(g.Mul(buf, g.Scalar(o.Momentum-1)), gk)))
+		next = append(next, nb)
+		dir = nb
+	}
+	step := g.Mul(dir, g.Mul(b.scalar("train_sgd_lr"), b.ok))
+	if o.WeightDecay > 0 {
+		step = g.Add(step, g.Mul(p.hi, g.Mul(b.scalar("train_sgd_wd"), b.ok)))
+	}
+	return step, next
+}
+
+func (o SGD) scalars(_ int, u float64) map[string]float64 {
+	m := map[string]float64{"train_sgd_lr": -o.LR * u / gradUnit}
+	if o.WeightDecay > 0 {
+		m["train_sgd_wd"] = -o.LR * o.WeightDecay * u
+	}
+	return m
+}
+
+// Adam is Adam (AdamW when WeightDecay > 0: decoupled decay w ← w −
+// LR·WeightDecay·w). Zero Beta1, Beta2 and Epsilon mean 0.9, 0.999 and
+// 1e-8. On the device the second moment is kept as r = √v, updated as
+// r ← s·√(β₂(r/s)² + (1−β₂)(g/s)²) with s = max(r, |g|), so neither g²
+// nor v is ever formed; the bias corrections fold into the per-step
+// learning rate and ε the host writes.
+type Adam struct {
+	LR, Beta1, Beta2, Epsilon, WeightDecay float64
+}
+
+func (o Adam) params() (b1, b2, eps float64) {
+	b1, b2, eps = o.Beta1, o.Beta2, o.Epsilon
+	if b1 == 0 {
+		b1 = 0.9
+	}
+	if b2 == 0 {
+		b2 = 0.999
+	}
+	if eps == 0 {
+		eps = 1e-8
+	}
+	return
+}
+
+func (o Adam) check() error {
+	if !(o.LR > 0) || math.IsInf(o.LR, 0) {
+		return fmt.Errorf("train: Adam: learning rate %g, want > 0 and finite: %w", o.LR, ErrConfig)
+	}
+	b1, b2, eps := o.params()
+	if !(b1 > 0 && b1 < 1) || !(b2 > 0 && b2 < 1) {
+		return fmt.Errorf("train: Adam: β₁ = %g, β₂ = %g, want each in (0, 1) (0 means the default): %w", b1, b2, ErrConfig)
+	}
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return fmt.Errorf("train: Adam: ε = %g, want > 0 and finite: %w", eps, ErrConfig)
+	}
+	if !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0) {
+		return fmt.Errorf("train: Adam: weight decay %g, want ≥ 0 and finite: %w", o.WeightDecay, ErrConfig)
+	}
+	return nil
+}
+
+func (o Adam) states() []string { return []string{"m", "r"} }
+
+func (o Adam) build(b *stepBuilder, p *param, gk dataflow.Value) (dataflow.Value, []dataflow.Value) {
+	g := b.g
+	b1, b2, _ := o.params()
+	m, r := p.state[0], p.state[1]
+	mN := g.Add(m, g.Mul(g.Sub(gk, m), g.Mul(b.ok, g.Scalar(1-b1))))
+	s := g.Maximum(g.Maximum(r, g.Abs(gk)), g.Scalar(0x1p-14))
+	rs, gs := g.Div(r, s), g.Div(gk, s)
+	q := g.Add(g.Mul(g.Square(rs), g.Scalar(b2)), g.Mul(g.Square(gs), g.Scalar(1-b2)))
+	rC := g.Mul(s, g.Sqrt(q))
+	rN := g.Add(r, g.Mul(g.Sub(rC, r), b.ok))
+	step := g.Mul(g.Div(mN, g.Add(rN, b.scalar("train_adam_eps"))), g.Mul(b.scalar("train_adam_lr"), b.ok))
+	if o.WeightDecay > 0 {
+		step = g.Add(step, g.Mul(p.hi, g.Mul(b.scalar("train_adam_wd"), b.ok)))
+	}
+	return step, []dataflow.Value{mN, rN}
+}
+
+func (o Adam) scalars(t int, u float64) map[string]float64 {
+	b1, b2, eps := o.params()
+	c2 := math.Sqrt(1 - math.Pow(b2, float64(t)))
+	lrT := o.LR * c2 / (1 - math.Pow(b1, float64(t)))
+	m := map[string]float64{
+		"train_adam_lr": -lrT * u,
+		// ε in the state's unit; fp16's smallest normal keeps m/(r+ε)
+		// finite where a gradient has always been zero.
+		"train_adam_eps": math.Max(eps*gradUnit*c2, 0x1p-14),
+	}
+	if o.WeightDecay > 0 {
+		m["train_adam_wd"] = -o.LR * o.WeightDecay * u
+	}
+	return m
+}
