@@ -280,7 +280,11 @@ func (e *emitter) emitOutputs(g *dataflow.Graph, prog *Program) {
 	for si := range prog.OutputSurfaces {
 		surf := &prog.OutputSurfaces[si]
 		idx := onSurface(prog.Outputs, si)
-		if len(idx) == 1 {
+		used := 0
+		for _, i := range idx {
+			used += prog.Outputs[i].Rows()
+		}
+		if len(idx) == 1 && used == surf.Rows() {
 			o := outs[idx[0]]
 			surf.Name = e.band(e.vars[o.Node], e.nodes[o.Node].Shape, prog.Outputs[idx[0]], o.Name)
 		} else {
@@ -290,6 +294,14 @@ func (e *emitter) emitOutputs(g *dataflow.Graph, prog *Program) {
 				o := outs[i]
 				vals[j] = e.band(e.vars[o.Node], e.nodes[o.Node].Shape, prog.Outputs[i], e.fresh(o.Name+"_band"))
 				shapes[j] = []int{1, prog.Outputs[i].Rows(), 1, surf.Stride()}
+			}
+			if extra := surf.Rows() - used; extra > 0 {
+				// Rows that only bring the surface to the target's
+				// minimum size: zeros, from the blob.
+				shape := []int{1, extra, 1, surf.Stride()}
+				off := e.blob.Add(mil.BlobFP16, mil.FP16Data(make([]float64, extra*surf.Stride())))
+				vals = append(vals, e.constant("surface_fill", mil.BlobTensor(mil.TensorType("fp16", shape...), WeightPath, off)))
+				shapes = append(shapes, shape)
 			}
 			surf.Name = e.concatTree(vals, shapes, 1, e.fresh("output"))
 		}

@@ -26,7 +26,9 @@ var ErrLint = errors.New("lower: program breaks a hardware rule")
 //   - no mul has a constant zero operand (it fails to compile after a
 //     reduction, and it is a term that should not be emitted at all);
 //   - the program computes something: it has a compute op and no output is
-//     directly an input or a constant.
+//     directly an input or a constant;
+//   - on a target with InnerMultiple, every matmul contracts over a
+//     multiple of it; with MinSurfaceBytes, no surface is smaller.
 //
 // Lower runs Lint on every program it emits; the simulator enforces the
 // same rules independently. Errors wrap ErrLint and name the op and its
@@ -66,6 +68,58 @@ func Lint(p *Program, t Target) error {
 	for i, out := range fn.Outputs {
 		if out != p.OutputSurfaces[i].Name {
 			return bad(fn.Pos, "output %d is %q; the program's surface is %q", i, out, p.OutputSurfaces[i].Name)
+		}
+	}
+
+	if t.MinSurfaceBytes > 0 {
+		for _, surfs := range [][]Surface{p.InputSurfaces, p.OutputSurfaces} {
+			for _, sf := range surfs {
+				if b := 2 * sf.Size(); b < t.MinSurfaceBytes {
+					return bad(fn.Pos, "surface %q of shape %v holds %d bytes; target %s's surfaces need at least %d", sf.Name, sf.Shape, b, t.Name, t.MinSurfaceBytes)
+				}
+			}
+		}
+	}
+	shapes := map[string][]int{} // every variable's shape
+	bools := map[string]bool{}   // the bool consts
+	for _, in := range fn.Inputs {
+		shapes[in.Name] = in.Type.Shape
+	}
+	for _, op := range fn.Ops {
+		for _, o := range op.Outputs {
+			shapes[o.Name] = o.Type.Shape
+		}
+		if lit, ok := op.Attr("val").(*mil.Literal); ok && op.Kind == "const" && len(lit.Bools) == 1 && len(op.Outputs) == 1 {
+			bools[op.Outputs[0].Name] = lit.Bools[0]
+		}
+	}
+	if m := t.InnerMultiple; m > 1 {
+		for _, op := range fn.Ops {
+			if op.Kind != "matmul" {
+				continue
+			}
+			var x []int
+			tx := false
+			for _, a := range op.Args {
+				if r, ok := a.Value.(*mil.Ref); ok {
+					switch a.Name {
+					case "x":
+						x = shapes[r.Name]
+					case "transpose_x":
+						tx = bools[r.Name]
+					}
+				}
+			}
+			if len(x) < 2 {
+				continue
+			}
+			k := x[len(x)-1]
+			if tx {
+				k = x[len(x)-2]
+			}
+			if k%m != 0 {
+				return bad(op.Pos, "matmul contracts over %d, not a multiple of %d: target %s returns zeros for it", k, m, t.Name)
+			}
 		}
 	}
 

@@ -27,6 +27,9 @@ func Lower(g *dataflow.Graph, t Target) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	if legal, err = legalizeFor(legal, t); err != nil {
+		return nil, err
+	}
 	if err := checkLimits(legal, t); err != nil {
 		return nil, err
 	}
@@ -127,6 +130,10 @@ func layout(t Target, specs []IOSpec, packed bool, kind string) ([]IOSpec, []Sur
 	}
 	if rows > t.MaxChannels {
 		return nil, nil, fmt.Errorf("lower: the %ss need %d device rows together, over target %s's channel limit of %d: %w", kind, rows, t.Name, t.MaxChannels, ErrUnsupported)
+	}
+	rows, stride = surfaceShape(t, rows, stride)
+	if rows > t.MaxChannels {
+		return nil, nil, fmt.Errorf("lower: the %s surface needs %d rows to reach target %s's minimum of %d bytes, over its channel limit of %d: %w", kind, rows, t.Name, t.MinSurfaceBytes, t.MaxChannels, ErrUnsupported)
 	}
 	ch := 0
 	for i := range specs {

@@ -220,6 +220,7 @@ func TestWidthSliceClamp(t *testing.T) {
 	}
 	m5 := lower.TargetM5
 	m5.MaxKernel, m5.RowAlign, m5.MinRow = lower.TargetSim.MaxKernel, lower.TargetSim.RowAlign, lower.TargetSim.MinRow
+	m5.MinSurfaceBytes, m5.Rounding = 0, lower.TargetSim.Rounding // the clamp alone
 	require.False(t, m5.WidthSliceClamp)
 	require.True(t, lower.TargetSim.WidthSliceClamp)
 	for _, num := range []Numerics{Wide, Narrow} {

@@ -199,8 +199,14 @@ func checkSpec(kind string, s lower.IOSpec, surfaces []lower.Surface) error {
 }
 
 // checkSurfaces validates the program's surface list against main's
-// inputs or outputs, by name and in order.
-func checkSurfaces(kind string, surfaces []lower.Surface, names []string) error {
+// inputs or outputs, by name and in order, and each surface's size
+// against the target's minimum.
+func checkSurfaces(t lower.Target, kind string, surfaces []lower.Surface, names []string) error {
+	for _, sf := range surfaces {
+		if b := 2 * sf.Size(); len(sf.Shape) == 4 && t.MinSurfaceBytes > 0 && b < t.MinSurfaceBytes {
+			return unsupportedf(mil.Pos{}, "%s surface %q of shape %s holds %d bytes; target %s fails to evaluate surfaces below %d bytes (lower the program for this target: it pads them)", kind, sf.Name, shapeString(sf.Shape), b, t.Name, t.MinSurfaceBytes)
+		}
+	}
 	if len(surfaces) != len(names) {
 		return invalidf(mil.Pos{}, "function main has %d %ss, the program lists %d %s surfaces", len(names), kind, len(surfaces), kind)
 	}
@@ -224,7 +230,7 @@ func (c *compiler) inputs(fn *mil.Function) error {
 	for i, in := range fn.Inputs {
 		names[i] = in.Name
 	}
-	if err := checkSurfaces("input", c.prog.InputSurfaces, names); err != nil {
+	if err := checkSurfaces(c.t, "input", c.prog.InputSurfaces, names); err != nil {
 		return err
 	}
 	seen := map[string]bool{}
@@ -279,7 +285,7 @@ func (c *compiler) outputs(fn *mil.Function) error {
 		}
 		seen[n] = true
 	}
-	if err := checkSurfaces("output", c.prog.OutputSurfaces, fn.Outputs); err != nil {
+	if err := checkSurfaces(c.t, "output", c.prog.OutputSurfaces, fn.Outputs); err != nil {
 		return err
 	}
 	listed := map[string]bool{}

@@ -8,9 +8,13 @@ import (
 )
 
 // TestConformance runs the shared device conformance suite (every op of the
-// capability registry, lowered by package lower, against dataflow.Eval)
-// under both numerics models.
+// capability registry, lowered by package lower for the device's target,
+// against dataflow.Eval) under both numerics models and on every family
+// variant.
 func TestConformance(t *testing.T) {
 	t.Run("wide", func(t *testing.T) { shimtest.Test(t, sim.New(sim.Wide)) })
 	t.Run("narrow", func(t *testing.T) { shimtest.Test(t, sim.New(sim.Narrow)) })
+	for name, target := range sim.Families {
+		t.Run(name, func(t *testing.T) { shimtest.Test(t, sim.NewFamily(name, target)) })
+	}
 }

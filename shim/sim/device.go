@@ -34,7 +34,19 @@ func (n Numerics) String() string {
 func init() {
 	shim.Register("sim", func() (shim.Device, error) { return New(Wide), nil })
 	shim.Register("sim-narrow", func() (shim.Device, error) { return New(Narrow), nil })
+	for name, t := range Families {
+		shim.Register(name, func() (shim.Device, error) { return NewFamily(name, t), nil })
+	}
 }
+
+// Families are the per-family variants, by device name: each simulates one
+// engine family's target (engine.M1, M3, M5) with the rules reported for
+// it — M1's inner-dimension multiple of 32, M3's products rounded ties
+// away, subnormal products flushed and sums reaching 2¹⁵ returned as zero,
+// M5's ties-away products and 65536-element rows — and refuses surfaces
+// below the family's minimum size. The default "sim" is the strictest
+// union of every family's limits with the measured numerics.
+var Families = map[string]engine.Target{"sim-m1": engine.M1, "sim-m3": engine.M3, "sim-m5": engine.M5}
 
 // Device is the simulator. It is safe for concurrent use; Runs of its
 // executables are serialized, as on the engine.
@@ -49,6 +61,13 @@ type Device struct {
 	last     *executable // the last run that recorded; guarded by runMu
 
 	budget *shim.Budget // the engine's compile budget, per device
+	name   string       // set for a family variant
+}
+
+// NewFamily returns the simulator of one engine family: target t's limits
+// and rules, under the name name (see Families).
+func NewFamily(name string, t engine.Target) *Device {
+	return &Device{num: Wide, target: t, budget: shim.NewBudget(t.CompileBudget), name: name}
 }
 
 // New returns a simulator device with the given numerics and the
@@ -78,6 +97,22 @@ func (d *Device) Info() shim.Info {
 	in.Numerics = "fp16 storage (round to nearest even, overflow to ±Inf, subnormals kept); " +
 		"elementwise ops correctly rounded to fp16; transcendentals float32 then fp16; " +
 		"matmul/conv: fp16 products summed in float32, sum rounded to fp16; " + cliffs
+	if d.name != "" {
+		in.Name = d.name
+		in.Numerics += "; family " + d.target.Name + ": products rounded " + d.target.Rounding.String()
+		if d.target.FlushSubnormalProducts {
+			in.Numerics += ", subnormal products flushed"
+		}
+		if d.target.PartialSumZero {
+			in.Numerics += ", a matmul/conv sum reaching 2^15 returns zero"
+		}
+		if d.target.InnerMultiple > 1 {
+			in.Numerics += fmt.Sprintf(", a matmul whose contraction is not a multiple of %d returns zeros", d.target.InnerMultiple)
+		}
+		if d.target.MinSurfaceBytes > 0 {
+			in.Numerics += fmt.Sprintf("; surfaces below %d bytes refused", d.target.MinSurfaceBytes)
+		}
+	}
 	if d.num == Narrow {
 		in.Name = "sim-narrow"
 		in.Numerics = "fp16 storage (round to nearest even, overflow to ±Inf), subnormal operands and results of every op flushed to zero; " +

@@ -39,10 +39,14 @@ func buildMatmul(c *compiler, a *args) (built, error) {
 	}
 	xoffs, yoffs := offsetsOver(batch, xst), offsetsOver(batch, yst)
 	xs, ys := x.slot, y.slot
-	if !c.reference && (m <= mvGroup || n <= mvGroup) {
-		return built{shape: shape, cliff: matmulCliff, run: smallMatmul(m, n, k, tx, ty, xs, ys, xoffs, yoffs)}, nil
+	rules := rulesOf(c.t)
+	if rules.changesSums() {
+		return built{shape: shape, cliff: matmulCliff, run: familyMatmul(rules, m, n, k, tx, ty, xs, ys, xoffs, yoffs)}, nil
 	}
-	return built{shape: shape, cliff: matmulCliff, run: func(b [][]float32, out []float32, narrow bool) {
+	if !c.reference && (m <= mvGroup || n <= mvGroup) {
+		return built{shape: shape, cliff: matmulCliff, run: innerRule(rules, k, smallMatmul(m, n, k, tx, ty, xs, ys, xoffs, yoffs))}, nil
+	}
+	return built{shape: shape, cliff: matmulCliff, run: innerRule(rules, k, func(b [][]float32, out []float32, narrow bool) {
 		X, Y := b[xs], b[ys]
 		// A is m×k and B is n×k, row-major: transpose an operand when its
 		// layout differs; broadcast batches share one packing.
@@ -78,7 +82,7 @@ func buildMatmul(c *compiler, a *args) (built, error) {
 			jobs[i] = gemmJob{m: m, n: n, k: k, a: as[xoffs[i]], b: bs[yoffs[i]], c: out[i*m*n : (i+1)*m*n], ldc: n}
 		}
 		runGemms(jobs, narrow)
-	}}, nil
+	})}, nil
 }
 
 // smallMatmul is the kernel of a matmul with at most mvGroup rows on one
@@ -266,10 +270,15 @@ func buildConv(c *compiler, a *args) (built, error) {
 		}
 	}
 	reference := c.reference
+	rules := rulesOf(c.t)
 	return built{shape: shape, cliff: matmulCliff, run: func(b [][]float32, out []float32, narrow bool) {
 		var bv []float32
 		if bs >= 0 {
 			bv = b[bs]
+		}
+		if rules.changesSums() {
+			familyConv(rules, &g, b[xs], b[ws], bv, out)
+			return
 		}
 		if !reference && fastConv(&g, b[xs], b[ws], bv, out, cw, narrow) {
 			return

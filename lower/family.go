@@ -1,0 +1,84 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/anemone-go/anemone/dataflow"
+)
+
+// Rules of one engine family that the lowering meets for its target
+// (engine.Target): they change no result, only the program's shapes.
+
+// padContraction pads every matmul's contraction to a multiple of mult
+// (the target's InnerMultiple: on M1 a matmul whose inner dimension is not
+// a multiple of 32 returns zeros) by concatenating zeros to both operands
+// along it. The added terms are 0·0: the sums, and their rounding, are
+// unchanged.
+func padContraction(src *dataflow.Graph, mult int) (*dataflow.Graph, error) {
+	nodes := src.Nodes()
+	zeros := map[string]dataflow.Value{} // one zero constant per shape
+	return rebuild(src, func(r *rewriter, n *dataflow.Node, in []dataflow.Value) (dataflow.Value, bool) {
+		if n.Op != dataflow.OpMatMul {
+			return dataflow.Value{}, false
+		}
+		xs, ys := nodes[n.Inputs[0]].Shape, nodes[n.Inputs[1]].Shape
+		xa, ya := len(xs)-1, len(ys)-2 // the contraction axes
+		if n.Attrs.TransposeX {
+			xa = len(xs) - 2
+		}
+		if n.Attrs.TransposeY {
+			ya = len(ys) - 1
+		}
+		k := xs[xa]
+		pad := (mult - k%mult) % mult
+		if pad == 0 {
+			return dataflow.Value{}, false
+		}
+		g := r.dst
+		widen := func(v dataflow.Value, shape []int, axis int) dataflow.Value {
+			zs := append([]int{}, shape...)
+			zs[axis] = pad
+			key := fmt.Sprint(zs)
+			z, ok := zeros[key]
+			if !ok {
+				size := 1
+				for _, d := range zs {
+					size *= d
+				}
+				z = g.Const(r.fresh("contraction_pad"), dataflow.Shape(zs), make([]float64, size))
+				zeros[key] = z
+			}
+			return g.Concat(axis, v, z)
+		}
+		return g.MatMul(widen(in[0], xs, xa), widen(in[1], ys, ya), n.Attrs.TransposeX, n.Attrs.TransposeY), true
+	})
+}
+
+// legalizeFor runs the passes of t's family rules after Legalize's.
+func legalizeFor(g *dataflow.Graph, t Target) (*dataflow.Graph, error) {
+	if t.InnerMultiple > 1 {
+		var err error
+		if g, err = padContraction(g, t.InnerMultiple); err != nil {
+			return nil, fmt.Errorf("lower: pass pad-contraction: %w", err)
+		}
+	}
+	return g, nil
+}
+
+// surfaceShape sizes a packed surface of rows rows of stride elements to
+// at least t.MinSurfaceBytes (smaller surfaces are reported to fail to
+// evaluate): it widens the rows first, within the spatial limit and the
+// row alignment, and adds rows only past that. It returns the surface's
+// rows and stride.
+func surfaceShape(t Target, rows, stride int) (int, int) {
+	if t.MinSurfaceBytes <= 0 || 2*rows*stride >= t.MinSurfaceBytes {
+		return rows, stride
+	}
+	need := (t.MinSurfaceBytes + 2*rows - 1) / (2 * rows)
+	if w := t.RowLength(need); w <= t.MaxSpatial {
+		return rows, w
+	}
+	a := max(t.RowAlign, 1)
+	w := t.MaxSpatial / a * a
+	return (t.MinSurfaceBytes + 2*w - 1) / (2 * w), max(w, stride)
+}
