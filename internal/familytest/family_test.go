@@ -18,6 +18,7 @@ import (
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/reference"
 	"github.com/anemone-go/anemone/shim"
+	"github.com/anemone-go/anemone/shim/shimtest"
 	"github.com/anemone-go/anemone/shim/sim"
 )
 
@@ -139,5 +140,18 @@ func TestFamilyAccuracy(t *testing.T) {
 			t.Logf("%s CNN: cosine %.7f", name, cos)
 			require.GreaterOrEqual(t, cos, 0.9999)
 		})
+	}
+}
+
+// TestFamilyLayers runs the nn layer cases of the conformance suite on
+// every family variant, within the bounds they hold on the default
+// simulator.
+func TestFamilyLayers(t *testing.T) {
+	for _, dev := range devices(t) {
+		results := shimtest.CheckLayers(dev)
+		require.GreaterOrEqual(t, len(results), 15, "every nn layer has a case")
+		for _, r := range results {
+			require.True(t, r.Pass, "%s: %s/%s: %s", dev.Info().Name, r.Op, r.Case, r.Error)
+		}
 	}
 }
