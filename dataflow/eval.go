@@ -224,6 +224,25 @@ func evalUnary(x []float64, f func(float64) float64) []float64 {
 
 func evalBinary(out Shape, x []float64, xs Shape, y []float64, ys Shape, f func(p, q float64) float64) []float64 {
 	r := make([]float64, out.Size())
+	// Fast paths, element for element the general loop below: operands of
+	// the result's shape, or one of a single element.
+	switch {
+	case len(x) == len(r) && len(y) == len(r) && xs.Equal(out) && ys.Equal(out):
+		for i := range r {
+			r[i] = f(x[i], y[i])
+		}
+		return r
+	case len(x) == len(r) && xs.Equal(out) && len(y) == 1:
+		for i := range r {
+			r[i] = f(x[i], y[0])
+		}
+		return r
+	case len(y) == len(r) && ys.Equal(out) && len(x) == 1:
+		for i := range r {
+			r[i] = f(x[0], y[i])
+		}
+		return r
+	}
 	c := make([]int, len(out))
 	xst, yst := strides(xs), strides(ys)
 	for i := range r {
@@ -257,6 +276,21 @@ func evalMatMul(out Shape, x []float64, xs Shape, y []float64, ys Shape, tx, ty 
 		unravel(b, batch, c)
 		xb := broadcastIndex(c, bx, bxst) * xs[rx-2] * xs[rx-1]
 		yb := broadcastIndex(c, by, byst) * ys[ry-2] * ys[ry-1]
+		if yj == 1 {
+			// The same sums in the same order (l = 0…k−1 for every
+			// output), with y's rows read contiguously.
+			for i := range m {
+				row := r[(b*m+i)*n : (b*m+i+1)*n]
+				for l := range k {
+					a := x[xb+i*xi+l*xl]
+					yr := y[yb+l*yl : yb+l*yl+n]
+					for j, v := range yr {
+						row[j] += a * v
+					}
+				}
+			}
+			continue
+		}
 		for i := range m {
 			for j := range n {
 				sum := 0.0

@@ -1,0 +1,231 @@
+// Command mnist trains a classifier on MNIST on the device — forward,
+// backward and Adam update in one dispatch per step, the weights and
+// optimizer state resident on the device — and optionally its float64
+// twin on the host (the same graph through dataflow.Eval, the same seed
+// and batches). It prints a line per epoch, writes the loss and accuracy
+// curves and a few misclassified digits to a PNG and the weights to a
+// safetensors file, and ends with the test accuracy.
+//
+//	go run ./examples/mnist                         # MLP 784-512-10, 5 epochs
+//	go run ./examples/mnist -reference -update plain
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/anemone-go/anemone/nn"
+	"github.com/anemone-go/anemone/nn/train"
+	"github.com/anemone-go/anemone/shim"
+)
+
+type options struct {
+	epochs, hidden, batch int
+	model, out, data      string
+	device, update        string
+	reference             bool
+	trainN, testN         int
+	seed                  uint64
+	lr                    float64
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.epochs, "epochs", 5, "training epochs")
+	flag.IntVar(&o.hidden, "hidden", 512, "hidden units of the MLP")
+	flag.IntVar(&o.batch, "batch", 128, "minibatch size")
+	flag.StringVar(&o.model, "model", "mlp", "model: mlp (cnn is not trained on the device yet)")
+	flag.StringVar(&o.out, "out", "mnist.png", "figure to write; the weights go beside it as .safetensors")
+	flag.StringVar(&o.data, "data", "", "directory of the four MNIST IDX .gz files (default: the GoMNIST module's)")
+	flag.StringVar(&o.device, "device", "", `device: "ane", "sim", "sim-narrow" ("" picks the engine when present)`)
+	flag.StringVar(&o.update, "update", "compensated", "weight update: compensated ((hi, lo) fp16 pairs) or plain (fp16 weights, the ablation)")
+	flag.BoolVar(&o.reference, "reference", false, "also train the float64 twin on the host and print its figures")
+	flag.IntVar(&o.trainN, "train", 0, "use the first N training images (0: all 60000)")
+	flag.IntVar(&o.testN, "test", 0, "use the first N test images (0: all 10000)")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the initial weights and the batch order")
+	flag.Float64Var(&o.lr, "lr", 1e-3, "Adam's learning rate")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("mnist: ")
+	if _, err := run(os.Stdout, o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// result is what a run measured.
+type result struct {
+	accuracy, refAccuracy float64 // final test accuracy; refAccuracy −1 without -reference
+	losses, refLosses     []float64
+	compiles              int
+	stats                 train.Stats
+	refStep               time.Duration
+}
+
+func run(w io.Writer, o options) (result, error) {
+	res := result{refAccuracy: -1}
+	if o.model != "mlp" {
+		return res, fmt.Errorf("mnist: model %q: only mlp trains on the device so far", o.model)
+	}
+	if o.epochs < 1 || o.hidden < 1 || o.batch < 1 {
+		return res, fmt.Errorf("mnist: -epochs %d, -hidden %d, -batch %d: each must be ≥ 1", o.epochs, o.hidden, o.batch)
+	}
+	var update train.Update
+	switch o.update {
+	case "compensated":
+		update = train.Compensated
+	case "plain":
+		update = train.PlainFP16
+	default:
+		return res, fmt.Errorf("mnist: -update %q, want compensated or plain", o.update)
+	}
+	dir, err := dataDir(o.data)
+	if err != nil {
+		return res, err
+	}
+	trainSet, testSet, err := load(dir)
+	if err != nil {
+		return res, err
+	}
+	trainSet, testSet = subset(trainSet, o.trainN), subset(testSet, o.testN)
+	dev, err := shim.Open(o.device)
+	if err != nil {
+		return res, err
+	}
+	defer dev.Close()
+
+	mlp := train.MLP{Sizes: []int{784, o.hidden, 10}}
+	cfg := train.Config{
+		Network: mlp.Network(), Weights: mlp.Init(o.seed), Batch: o.batch,
+		Loss: train.SoftmaxCrossEntropy, Optimizer: train.Adam{LR: o.lr}, Update: update,
+	}
+	tr, err := train.New(cfg, dev)
+	if err != nil {
+		return res, err
+	}
+	defer tr.Close()
+	var ref *train.Reference
+	if o.reference {
+		if ref, err = train.NewReference(cfg); err != nil {
+			return res, err
+		}
+	}
+	steps := trainSet.n() / o.batch
+	if steps == 0 {
+		return res, fmt.Errorf("mnist: %d training images do not fill one batch of %d", trainSet.n(), o.batch)
+	}
+	fmt.Fprintf(w, "device %s; MLP 784-%d-10, Adam lr %g, batch %d, %s updates; %d steps per epoch, %d epochs\n",
+		dev.Info().Name, o.hidden, o.lr, o.batch, o.update, steps, o.epochs)
+	rng := rand.New(rand.NewPCG(o.seed, 0x6d6e697374))
+	x := make([]float64, o.batch*784)
+	labels := make([]int, o.batch)
+	var accs, refAccs []float64
+	var last train.Metrics
+	start := time.Now()
+	for ep := range o.epochs {
+		perm := rng.Perm(trainSet.n())
+		sum, refSum := 0.0, 0.0
+		for s := range steps {
+			for i := range o.batch {
+				k := perm[s*o.batch+i]
+				copy(x[i*784:(i+1)*784], trainSet.X[k*784:(k+1)*784])
+				labels[i] = trainSet.Labels[k]
+			}
+			b := train.Batch{X: x, Y: train.OneHot(labels, 10)}
+			l, err := tr.Step(b)
+			if err != nil {
+				return res, fmt.Errorf("mnist: epoch %d step %d: %w", ep+1, s, err)
+			}
+			sum += l
+			res.losses = append(res.losses, l)
+			if ref != nil {
+				rl, err := ref.Step(b)
+				if err != nil {
+					return res, fmt.Errorf("mnist: float64 twin, epoch %d step %d: %w", ep+1, s, err)
+				}
+				refSum += rl
+				res.refLosses = append(res.refLosses, rl)
+			}
+		}
+		if last, err = tr.Evaluate(testSet.X, testSet.Labels); err != nil {
+			return res, err
+		}
+		accs = append(accs, last.Accuracy)
+		line := fmt.Sprintf("epoch %d/%d: train loss %.4f, test accuracy %.2f%%", ep+1, o.epochs, sum/float64(steps), 100*last.Accuracy)
+		if ref != nil {
+			rm, err := ref.Evaluate(testSet.X, testSet.Labels)
+			if err != nil {
+				return res, err
+			}
+			refAccs = append(refAccs, rm.Accuracy)
+			res.refAccuracy = rm.Accuracy
+			line += fmt.Sprintf(" (float64 twin: loss %.4f, %.2f%%)", refSum/float64(steps), 100*rm.Accuracy)
+		}
+		st := tr.Stats()
+		fmt.Fprintf(w, "%s; loss scale %g, %d skipped; %.0f s\n", line, st.LossScale, st.Skipped, time.Since(start).Seconds())
+	}
+	res.accuracy = last.Accuracy
+	res.stats = tr.Stats()
+	if c, ok := dev.(*shim.Cache); ok {
+		res.compiles = c.Stats().Compiles
+	}
+	st := res.stats
+	fmt.Fprintf(w, "compiles: %d; host bytes per step: %d in, %d out (the weights: %d bytes in fp16, resident)\n",
+		res.compiles, st.BytesIn/int64(st.Steps), st.BytesOut/int64(st.Steps), st.WeightBytes)
+	m1, err1 := tr.ModeledStep("ane-m1")
+	m5, err5 := tr.ModeledStep("ane-m5")
+	if err := errors.Join(err1, err5); err != nil {
+		return res, err
+	}
+	line := fmt.Sprintf("modeled engine time per step: M1 %.2f ms, M5 %.2f ms; simulated %.0f ms per step here",
+		ms(m1.Time), ms(m5.Time), ms(st.Device)/float64(st.Steps))
+	if ref != nil {
+		res.refStep = ref.StepTime / time.Duration(ref.Steps())
+		line += fmt.Sprintf("; float64 twin %.0f ms per step on this CPU", ms(res.refStep))
+		if d := res.accuracy - res.refAccuracy; true {
+			fmt.Fprintf(w, "device − float64 twin: %+.2f points\n", 100*d)
+		}
+	}
+	fmt.Fprintln(w, line)
+	ws, err := tr.Weights()
+	if err != nil {
+		return res, err
+	}
+	if err := writeWeights(weightsPath(o.out), ws); err != nil {
+		return res, err
+	}
+	if err := drawFigure(o.out, res.losses, res.refLosses, accs, refAccs, steps, testSet, last.Predicted); err != nil {
+		return res, fmt.Errorf("mnist: writing %s: %w", o.out, err)
+	}
+	fmt.Fprintf(w, "wrote %s and %s\n", o.out, weightsPath(o.out))
+	fmt.Fprintf(w, "test accuracy: %.2f%%\n", 100*res.accuracy)
+	return res, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func subset(d dataset, n int) dataset {
+	if n <= 0 || n >= d.n() {
+		return d
+	}
+	return dataset{X: d.X[:n*784], Labels: d.Labels[:n]}
+}
+
+func weightsPath(png string) string {
+	return strings.TrimSuffix(png, ".png") + ".safetensors"
+}
+
+func writeWeights(path string, ws nn.Weights) error {
+	var buf bytes.Buffer
+	if err := nn.WriteSafetensors(&buf, ws, map[string]string{"model": "mlp"}); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
