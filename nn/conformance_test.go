@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/anemone-go/anemone/shim/shimtest"
+	"github.com/anemone-go/anemone/nn/nntest"
 )
 
 // layerFuncs lists nn's layers: the exported functions, in the package's
@@ -60,7 +60,7 @@ func TestEveryLayerInConformanceSuite(t *testing.T) {
 	layers := layerFuncs(t)
 	require.GreaterOrEqual(t, len(layers), 15, "the parser found too few layers: %v", layers)
 	covered := map[string]bool{}
-	for _, r := range shimtest.CheckLayers(open(t, "sim")) {
+	for _, r := range nntest.CheckLayers(open(t, "sim")) {
 		require.True(t, r.Pass, "%s/%s: %s", r.Op, r.Case, r.Error)
 		covered[r.Op] = true
 	}

@@ -27,6 +27,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/nn/nntest"
 	"github.com/anemone-go/anemone/shim"
 	_ "github.com/anemone-go/anemone/shim/ane"
 	"github.com/anemone-go/anemone/shim/shimtest"
@@ -200,7 +201,7 @@ func cmdCaps(args []string, w io.Writer) error {
 		return err
 	}
 	defer dev.Close()
-	results := append(shimtest.Check(dev), shimtest.CheckLayers(dev)...)
+	results := append(shimtest.Check(dev), nntest.CheckLayers(dev)...)
 	if *asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -19,6 +19,7 @@ import (
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/lower/mil"
+	"github.com/anemone-go/anemone/nn/nntest"
 	"github.com/anemone-go/anemone/shim"
 	"github.com/anemone-go/anemone/shim/ane"
 	"github.com/anemone-go/anemone/shim/shimtest"
@@ -218,7 +219,7 @@ func runSelftest(dev shim.Device, short bool) *selftestReport {
 	}
 	e := &env{dev: dev, t: info.Target, narrow: strings.Contains(info.Name, "narrow"), short: short}
 
-	rep.Conformance = append(shimtest.Check(dev), shimtest.CheckLayers(dev)...)
+	rep.Conformance = append(shimtest.Check(dev), nntest.CheckLayers(dev)...)
 	rep.Probes = append(rep.Probes, conformanceProbe(rep.Conformance))
 	for _, f := range []struct {
 		name string

@@ -15,10 +15,10 @@ import (
 	"github.com/anemone-go/anemone/fft"
 	"github.com/anemone-go/anemone/linalg"
 	"github.com/anemone-go/anemone/nn"
+	"github.com/anemone-go/anemone/nn/nntest"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/reference"
 	"github.com/anemone-go/anemone/shim"
-	"github.com/anemone-go/anemone/shim/shimtest"
 	"github.com/anemone-go/anemone/shim/sim"
 )
 
@@ -148,7 +148,7 @@ func TestFamilyAccuracy(t *testing.T) {
 // simulator.
 func TestFamilyLayers(t *testing.T) {
 	for _, dev := range devices(t) {
-		results := shimtest.CheckLayers(dev)
+		results := nntest.CheckLayers(dev)
 		require.GreaterOrEqual(t, len(results), 15, "every nn layer has a case")
 		for _, r := range results {
 			require.True(t, r.Pass, "%s: %s/%s: %s", dev.Info().Name, r.Op, r.Case, r.Error)

@@ -307,12 +307,18 @@ func lenFirst(xs [][]float32) int {
 	return len(xs[0])
 }
 
-// Test runs the suite — the op cases of Check and the layer cases of
-// CheckLayers — as subtests of t, one per case, failing those whose error
-// exceeds the bound.
+// Test runs the op cases of Check as subtests of t, one per case, failing
+// those whose error exceeds the bound.
 func Test(t *testing.T, dev shim.Device) {
 	t.Helper()
-	for _, r := range append(Check(dev), CheckLayers(dev)...) {
+	Report(t, dev, Check(dev))
+}
+
+// Report makes each result a subtest of t, failing those that did not
+// pass (the layer cases of nn/nntest report through it too).
+func Report(t *testing.T, dev shim.Device, results []Result) {
+	t.Helper()
+	for _, r := range results {
 		name := r.Op
 		if r.Case != "" {
 			name += "/" + r.Case
