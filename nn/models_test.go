@@ -50,17 +50,46 @@ func modelCheck(t testing.TB, dev string, g *dataflow.Graph, inputs map[string][
 	return cosine(got, want), maxRel(got, want), peak
 }
 
-// The models' acceptance bar (issue 13): cosine similarity ≥ 0.9999 with
-// float64 under both simulator variants. For a chain of L contraction
-// stages each within c·u of its scale, the relative error is ≲ L·c·u; the
-// cosine deficit is about half the squared relative error, far below
-// 1e−4 — the bar the project sets; the max relative error is
-// reported and bounded by 0.05 (a failure of the construction, such as
-// an overflow caught late or a cliff, costs far more).
-const (
-	minCosine = 0.9999
-	maxRelErr = 0.05
-)
+// The models' acceptance bar: cosine similarity ≥ 0.9999 with float64
+// under both simulator variants; the cosine deficit is about half the
+// squared relative error, far below 1e−4.
+const minCosine = 0.9999
+
+// maxRelErr is SmallCNN's bound on "sim" (maxRelBound with L = 4), which
+// model_test.go's compiled-model check uses.
+var maxRelErr = maxRelBound("sim", 4)
+
+// maxRelBound bounds the largest error relative to the largest output
+// (maxRel) of a chain of L contraction stages (convs, matmuls: the
+// stages whose inputs, weights and result each round to fp16). Under
+// "sim" each stage is within about u16 of its scale (three roundings of
+// RMS ≤ u16/√3 each, the float32 sum exact beside them), and the errors
+// of independent stages add in quadrature: √L·u16, bounded by twice
+// that. Under "sim-narrow" the fp16 running sum rounds every partial sum
+// as well; its model per stage (0.42·u16·√(k/2) for k terms of random
+// sign, TestLimbTable's) overestimates the measured largest error 3–4×
+// here (ReLU, normalization and max pooling keep the largest outputs away
+// from the partial sums' rounding), so the narrow bound is twice the
+// wide one, the ratio measured (2.0–2.9×), not derived. Stage counts L:
+// the CNN's three convs and classifier, 4; an encoder layer's q/k/v
+// projection, scores, attention·V, output projection and two MLP
+// matmuls, 6 per layer, plus the one-hot embedding matmul; ResNet-18's
+// stem conv, classifier and three downsample convs at full weight and
+// the 16 convs of its residual branches at their second batch norm's
+// γ ∈ [0.25, 0.5] (mean 0.375, so γ² = 0.14 each in quadrature).
+// Measured (sim / sim-narrow, bound 2√L·u16 / 4√L·u16): CNN 7.2e-4 /
+// 1.6e-3 (L = 4: 2.0e-3 / 3.9e-3), raw pixels 6.5e-4 / 1.9e-3, encoder
+// 1.2e-3 / 3.1e-3 (L = 13: 3.5e-3 / 7.0e-3), 4 layers 1.6e-3 / 3.3e-3
+// (L = 25: 4.9e-3 / 9.8e-3), pre-norm ×4000 9.0e-4 / 1.8e-3, ResNet-18
+// 7.9e-4 (L = 7.25: 2.6e-3), MiniLM 1.9e-3 (L = 36: 5.9e-3). The data
+// and weights are seeded: the figures do not vary run to run.
+func maxRelBound(dev string, stages float64) float64 {
+	b := 2 * math.Sqrt(stages) * u16
+	if dev == "sim-narrow" {
+		b *= 2
+	}
+	return b
+}
 
 func TestCNN(t *testing.T) {
 	cfg := nn.SmallCNN
@@ -76,7 +105,7 @@ func TestCNN(t *testing.T) {
 		cos, rel, peak := modelCheck(t, dev, g, map[string][]float64{"image": img}, "logits")
 		t.Logf("cnn %s: cosine %.6f, max rel err %.2e, peak conv output %.3g", dev, cos, rel, peak)
 		require.GreaterOrEqual(t, cos, minCosine, dev)
-		require.LessOrEqual(t, rel, maxRelErr, dev)
+		require.LessOrEqual(t, rel, maxRelBound(dev, 4), dev)
 		require.LessOrEqual(t, peak, float64(nn.Headroom), dev)
 	}
 }
@@ -122,7 +151,7 @@ func TestCNNLargeInput(t *testing.T) {
 		cos, rel, peak := modelCheck(t, dev, g, inputs, "logits")
 		t.Logf("cnn raw pixels %s: cosine %.6f, max rel err %.2e, peak conv output %.3g", dev, cos, rel, peak)
 		require.GreaterOrEqual(t, cos, minCosine, dev)
-		require.LessOrEqual(t, rel, maxRelErr, dev)
+		require.LessOrEqual(t, rel, maxRelBound(dev, 4), dev)
 		require.LessOrEqual(t, peak, float64(nn.Headroom), dev)
 	}
 }
@@ -162,7 +191,7 @@ func TestEncoder(t *testing.T) {
 			cos, rel, peak := modelCheck(t, dev, g, map[string][]float64{"tokens": widen(oh)}, "hidden")
 			t.Logf("encoder %s %s: cosine %.6f, max rel err %.2e, peak matmul/conv output %.3g", tc.name, dev, cos, rel, peak)
 			require.GreaterOrEqual(t, cos, minCosine, tc.name+"/"+dev)
-			require.LessOrEqual(t, rel, maxRelErr, tc.name+"/"+dev)
+			require.LessOrEqual(t, rel, maxRelBound(dev, float64(6*tc.cfg.Layers+1)), tc.name+"/"+dev)
 			require.LessOrEqual(t, peak, float64(nn.Headroom), tc.name+"/"+dev)
 		}
 	}
@@ -215,6 +244,10 @@ func TestBigModelsLower(t *testing.T) {
 	}
 }
 
+// bigStages are the contraction stages of the large models (see
+// maxRelBound): ResNet-18 5 + 16·0.375², MiniLM 6 layers of 6.
+var bigStages = map[string]float64{"resnet18": 5 + 16*0.375*0.375, "minilm": 36}
+
 // TestBigModelsRun runs both programs once on the simulator against
 // float64 (slow: minutes on two cores).
 func TestBigModelsRun(t *testing.T) {
@@ -230,6 +263,7 @@ func TestBigModelsRun(t *testing.T) {
 		cos, rel, peak := modelCheck(t, "sim", g, map[string][]float64{in.Name: x}, out)
 		t.Logf("%s sim: cosine %.6f, max rel err %.2e, peak %.3g (%v with float64 eval)", name, cos, rel, peak, time.Since(start))
 		require.GreaterOrEqual(t, cos, minCosine, name)
+		require.LessOrEqual(t, rel, maxRelBound("sim", bigStages[name]), name)
 		require.LessOrEqual(t, peak, float64(nn.Headroom), name)
 	}
 }
