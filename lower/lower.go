@@ -1,9 +1,8 @@
 package lower
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/lower/mil"
@@ -213,11 +212,7 @@ func emit(g *dataflow.Graph, t Target) (*Program, error) {
 	if e.blob.Len() > 0 {
 		prog.Blob = e.blob.Bytes()
 	}
-	h := sha256.New()
-	h.Write(prog.MIL)
-	h.Write([]byte{0})
-	h.Write(prog.Blob)
-	prog.Hash = hex.EncodeToString(h.Sum(nil))
+	prog.Hash = engine.ProgramHash(prog.MIL, prog.Blob)
 	if err := Lint(prog, t); err != nil {
 		return nil, fmt.Errorf("lower: the emitted program breaks a hardware rule (a lowering bug; please report it): %w", err)
 	}

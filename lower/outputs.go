@@ -1,9 +1,8 @@
 package lower
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"slices"
 
 	"github.com/anemone-go/anemone/lower/mil"
@@ -20,7 +19,10 @@ import (
 // docs/ENGINE.md §7). The result binds several output surfaces, which Lint
 // refuses for a PackedIO target: only a device that chooses this fallback
 // runs it. A program whose outputs are not concat-packed (one output, or a
-// surface per output already) is an error wrapping ErrUnsupported.
+// surface per output already) is an error wrapping ErrUnsupported. The
+// per-output surfaces keep the packed stride: they are not widened to the
+// target's MinSurfaceBytes, so on a family with that rule a small output
+// may still be refused (a limit of this fallback, unverified on hardware).
 func SplitOutputs(p *Program) (*Program, error) {
 	if p == nil {
 		return nil, fmt.Errorf("lower: split outputs: nil program: %w", ErrUnsupported)
@@ -127,11 +129,7 @@ func SplitOutputs(p *Program) (*Program, error) {
 	fn.Ops = ops
 	fn.Outputs, fn.OutputPos = band, nil
 	q.MIL = mil.Print(prog)
-	h := sha256.New()
-	h.Write(q.MIL)
-	h.Write([]byte{0})
-	h.Write(q.Blob)
-	q.Hash = hex.EncodeToString(h.Sum(nil))
+	q.Hash = engine.ProgramHash(q.MIL, q.Blob)
 	return &q, nil
 }
 

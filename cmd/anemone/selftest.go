@@ -1,11 +1,10 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"io"
 	"math"
 	"os"
@@ -665,11 +664,7 @@ func (b *milBuilder) program(t lower.Target, out string, outShape []int) *lower.
 	}
 	p.Outputs = []lower.IOSpec{spec(out, outShape)}
 	p.OutputSurfaces = []lower.Surface{{Name: out, Shape: append([]int{}, outShape...)}}
-	h := sha256.New()
-	h.Write(p.MIL)
-	h.Write([]byte{0})
-	h.Write(p.Blob)
-	p.Hash = hex.EncodeToString(h.Sum(nil))
+	p.Hash = engine.ProgramHash(p.MIL, p.Blob)
 	return p
 }
 

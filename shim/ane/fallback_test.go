@@ -25,7 +25,11 @@ func threeOutputs(t *testing.T) *lower.Program {
 	g.Output("a", g.Add(x, x))
 	g.Output("b", g.Mul(v, v))
 	g.Output("c", g.Sub(u, u))
-	p, err := lower.Lower(g, lower.TargetM4)
+	// Without the minimum surface size, which would widen the rows to
+	// 4096 elements: the packing alone is under test.
+	m4 := lower.TargetM4
+	m4.MinSurfaceBytes = 0
+	p, err := lower.Lower(g, m4)
 	require.NoError(t, err)
 	require.True(t, ConcatPacked(p))
 	require.Equal(t, 2, bytes.Count(p.MIL, []byte("concat(")), "three outputs, two binary concats")
@@ -58,6 +62,7 @@ func TestSplitOutputs(t *testing.T) {
 	}
 	// It keeps every rule of the lowering but the one-output-surface one.
 	perOutput := lower.TargetM4
+	perOutput.MinSurfaceBytes = 0
 	perOutput.PackedIO = false
 	require.NoError(t, lower.Lint(q, perOutput))
 	require.ErrorIs(t, lower.Lint(q, lower.TargetM4), lower.ErrLint)

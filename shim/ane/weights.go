@@ -2,11 +2,9 @@ package ane
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"os"
 	"path"
 	"path/filepath"
@@ -102,16 +100,7 @@ func WeightLayoutFor(t lower.Target, choice WeightLayout) WeightLayout {
 // ProgramHash is the hex SHA-256 of a program's MIL text and weight blob,
 // each preceded by its length so that no two (MIL, blob) pairs collide by
 // concatenation.
-func ProgramHash(p *lower.Program) string {
-	h := sha256.New()
-	var n [8]byte
-	for _, b := range [][]byte{p.MIL, p.Blob} {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+func ProgramHash(p *lower.Program) string { return engine.ProgramHash(p.MIL, p.Blob) }
 
 // blobRef matches one BLOBFILE reference as the MIL printer spells it, with
 // any spacing: group 1 is the quoted path, group 2 the offset.
