@@ -38,9 +38,11 @@ func ExampleEstimate() {
 	// The conv reads 4096 + 9 values and writes 4096, 2 bytes each, and
 	// does 2·9 flops per output; the lowering's two reshapes move 4096 in
 	// and 4096 out each. Bandwidth-bound: M1 adds 49170 B / 9 GB/s to its
-	// 220 µs floor, M5 49170 B / 57 GB/s to its 110 µs.
+	// 220 µs floor; M5 keeps the two values between the reshapes and the
+	// conv on chip, and adds the 16402 B of input, output and weight /
+	// 57 GB/s to its 110 µs.
 
 	// Output:
 	// ane-m1: conv 16402 bytes, 73728 flops; program 3 nodes, 49170 bytes, 225.463µs
-	// ane-m5: conv 16402 bytes, 73728 flops; program 3 nodes, 49170 bytes, 110.863µs
+	// ane-m5: conv 16402 bytes, 73728 flops; program 3 nodes, 49170 bytes, 110.288µs
 }

@@ -182,7 +182,7 @@ type costReport struct {
 	Model      string    `json:"model"`
 }
 
-const costModelNote = "modeled, not measured: floor + Σ_nodes max(bytes/BW, flops/peak), ANEForge's published roofline (±17% on M1 convs, 4–5× pessimistic on extreme bandwidth-bound shapes); never checked against hardware here"
+const costModelNote = "modeled, not measured: ANEForge's published roofline (floor + Σ_nodes max(bytes/BW, flops/peak); ±17% on M1 convs) with on-chip memory, fusion and conv/matmul ceilings from M2 on; median error ~10% against published measurements (docs/ENGINE.md §6); never checked against hardware here"
 
 // cmdCost prices a program on every ANE family with lower.Estimate.
 //
