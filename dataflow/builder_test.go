@@ -392,7 +392,7 @@ func buildChain(n int) *Graph {
 
 // TestBuildLargeGraph builds, verifies and evaluates a 30 000-node graph. An
 // O(n²) step (a name scan per node) would take seconds here; the whole test
-// takes milliseconds, and the time bound is loose enough for a busy machine.
+// takes milliseconds (logged).
 func TestBuildLargeGraph(t *testing.T) {
 	start := time.Now()
 	g := buildChain(10000)
@@ -403,7 +403,8 @@ func TestBuildLargeGraph(t *testing.T) {
 	require.NoError(t, err)
 	// v ← (v + c)/2 converges to c from 0: after 10000 steps v = c(1 − 2⁻¹⁰⁰⁰⁰) = c.
 	require.Equal(t, []float64{1, 2, 3, 4}, res["y"])
-	require.Less(t, time.Since(start), 5*time.Second)
+	// Wall-clock time is logged, not asserted (no test asserts on it).
+	t.Logf("built, verified and evaluated %d nodes in %v", g.NumNodes(), time.Since(start))
 }
 
 func BenchmarkBuild10k(b *testing.B) {
