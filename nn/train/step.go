@@ -71,8 +71,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("train: unknown update %d: %w", c.Update, ErrConfig)
 	}
 	if s := c.LossScale; s != 0 {
-		if _, e := math.Frexp(s); !(s > 0) || math.IsInf(s, 0) || math.Ldexp(1, e-1) != s {
-			return fmt.Errorf("train: loss scale %g, want a positive power of two: %w", s, ErrConfig)
+		if _, e := math.Frexp(s); !(s >= minScale && s <= maxScale) || math.Ldexp(1, e-1) != s {
+			return fmt.Errorf("train: loss scale %g, want a power of two in [2⁻⁵, 2¹⁵]: %w", s, ErrConfig)
 		}
 	}
 	return c.Optimizer.check()
@@ -266,13 +266,16 @@ func buildStep(c *Config) (*step, error) {
 		delta, next := c.Optimizer.build(b, p, gk)
 		var hiN dataflow.Value
 		if c.Update == Compensated {
-			// Fast2Sum of hi and b = lo + step (both in units of 2⁻¹⁰):
-			// s = hi + b, z = s − hi (exact), lo' = (lo + step) − z·2¹⁰.
+			// Fast2Sum of hi and b = lo + step (in units of 2⁻¹⁰): s = hi +
+			// b, z = s − hi (exact), hi' = hi + z, lo' = (lo + step) − z·2¹⁰.
+			// z is gated too: b's rounding (it may be subnormal) can tip s
+			// to the next fp16 even for a zero step, and a skipped step
+			// must leave every bit as it was.
 			bs := g.Add(p.lo, delta)
 			sum := g.Add(p.hi, g.Mul(bs, g.Scalar(1/u)))
-			z := g.Sub(sum, p.hi)
+			z := g.Mul(g.Sub(sum, p.hi), b.ok)
 			loN := g.Sub(bs, g.Mul(z, g.Scalar(u)))
-			hiN = sum
+			hiN = g.Add(p.hi, z)
 			g.Output(nextName(loName(p.name)), loN)
 			s.carries = append(s.carries, [2]string{nextName(loName(p.name)), loName(p.name)})
 		} else {
@@ -336,9 +339,11 @@ type scaler struct {
 }
 
 const (
-	growAfter = 50      // applied steps with room to spare before the scale doubles
-	maxScale  = 1 << 24 // keeps S·loss finite in fp16 for a loss < 2⁻⁸·65504
-	minScale  = 0x1p-24
+	growAfter = 50 // applied steps with room to spare before the scale doubles
+	// The scale and 2¹⁰/scale are fp16 inputs: both stay within fp16's
+	// powers of two.
+	maxScale = 1 << 15
+	minScale = 0x1p-5
 )
 
 // observe takes a step's monitor (forward and backward maxima, as the

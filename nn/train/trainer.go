@@ -60,7 +60,7 @@ type Trainer struct {
 	eval      *evalProgram
 	evalStale bool
 	base      shim.SessionStats // session counters after the initial writes
-	evalBytes int64             // weight bytes read for evaluations
+	extraOut  int64             // bytes read outside steps: weights for evaluation, checkpoints
 }
 
 type evalProgram struct {
@@ -238,7 +238,7 @@ func (t *Trainer) Stats() Stats {
 	s.Applied, s.Skipped, s.LossScale = t.sc.applied, t.sc.skipped, t.sc.scale
 	ss := t.ses.Stats()
 	s.BytesIn = ss.BytesIn - t.base.BytesIn
-	s.BytesOut = ss.BytesOut - t.base.BytesOut - t.evalBytes
+	s.BytesOut = ss.BytesOut - t.base.BytesOut - t.extraOut
 	return s
 }
 
@@ -280,7 +280,7 @@ func (t *Trainer) Predict(x []float64) ([]float64, error) {
 			if err := t.ses.ReadHalf(p.name, h); err != nil {
 				return nil, fmt.Errorf("train: %w", errors.Join(ErrDevice, err))
 			}
-			t.evalBytes += t.ses.Stats().BytesOut - before
+			t.extraOut += t.ses.Stats().BytesOut - before
 			if err := ep.ses.WriteHalf(p.name, h); err != nil {
 				return nil, fmt.Errorf("train: %w", errors.Join(ErrDevice, err))
 			}
@@ -399,6 +399,8 @@ func (t *Trainer) Weights() (nn.Weights, error) {
 // and "train.scaler"), read from the device; a Config whose Weights is a
 // checkpoint resumes exactly where this one stands.
 func (t *Trainer) Checkpoint() (nn.Weights, error) {
+	before := t.ses.Stats().BytesOut
+	defer func() { t.extraOut += t.ses.Stats().BytesOut - before }()
 	read := func(name string, n int) ([]float64, error) {
 		h := make([]uint16, n)
 		if err := t.ses.ReadHalf(name, h); err != nil {
@@ -457,4 +459,18 @@ func (t *Trainer) Close() error {
 		t.eval.ses.Close()
 	}
 	return t.ses.Close()
+}
+
+// ModeledStep is the engine's modeled time of one step on target (the
+// step graph lowered for it and priced by lower.Estimate).
+func (t *Trainer) ModeledStep(target string) (lower.Cost, error) {
+	tg, err := lower.TargetByName(target)
+	if err != nil {
+		return lower.Cost{}, err
+	}
+	p, err := lower.Lower(t.st.g, tg)
+	if err != nil {
+		return lower.Cost{}, err
+	}
+	return lower.Estimate(p, target)
 }

@@ -1,0 +1,512 @@
+package train
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/nn"
+	"github.com/anemone-go/anemone/shim"
+)
+
+// u is fp16's unit roundoff.
+const u = 0x1p-11
+
+func open(t *testing.T, name string) shim.Device {
+	t.Helper()
+	dev, err := shim.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// digits is MNIST-shaped synthetic data: n rows of `in` pixels in [0, 1],
+// a fifth of them lit, and the label of the brightest of the first ten.
+func digits(rng *rand.Rand, n, in, classes int) Batch {
+	x := make([]float64, n*in)
+	labels := make([]int, n)
+	for i := range n {
+		for j := range in {
+			if rng.IntN(5) == 0 {
+				x[i*in+j] = fp16.Round64(rng.Float64())
+			}
+		}
+		best := 0
+		for j := range classes {
+			if x[i*in+j] > x[i*in+best] {
+				best = j
+			}
+		}
+		labels[i] = best
+	}
+	return Batch{X: x, Y: OneHot(labels, classes)}
+}
+
+// TestDeviceGradients compares the device's gradients of one full step of
+// the MLP 784-512-10 at batch 128 with float64 Eval of the same graph on
+// the same fp16 inputs. Each gradient entry is a sum of 128 products whose
+// factors passed through about ten fp16 roundings (forward, softmax,
+// backward), so its relative error is of order 10u ≈ 5e-3 at worst and
+// the cosine, 1 − ½·(relative error)², is above 1 − 2e-5: the bound
+// 0.999 the task sets leaves a factor 50.
+func TestDeviceGradients(t *testing.T) {
+	for _, name := range []string{"sim", "sim-narrow"} {
+		t.Run(name, func(t *testing.T) {
+			dev := open(t, name)
+			m := MLP{Sizes: []int{784, 512, 10}}
+			ws := m.Init(3)
+			g := dataflow.New()
+			x, out := m.Network()(g, 128)
+			target := g.Input("target", out.Shape())
+			scale := 1024.0
+			loss := g.Mul(SoftmaxCrossEntropy(g, out, target), g.Scalar(scale))
+			var params []dataflow.Value
+			names := []string{"fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"}
+			for _, n := range names {
+				v, _ := g.Lookup(n)
+				params = append(params, v)
+			}
+			grads := g.GradWith(dataflow.GradOptions{Saturate: Cliff}, loss, params...)
+			for i, n := range names {
+				g.Output("d_"+n, grads[i])
+			}
+			b := digits(rand.New(rand.NewPCG(5, 6)), 128, 784, 10)
+			in := map[string][]float64{g.Node(x).Name: b.X, "target": b.Y}
+			for _, n := range names {
+				w := append([]float64(nil), ws[n].Data...)
+				for i := range w {
+					w[i] = fp16.Round64(w[i])
+				}
+				in[n] = w
+			}
+			want, err := dataflow.Eval(g, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exe, err := shim.Build(dev, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ses, err := shim.NewSession(exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range in {
+				if err := ses.Write64(k, v, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ses.Run(); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range names {
+				ref := want["d_"+n]
+				got := make([]float64, len(ref))
+				if err := ses.Read64("d_"+n, got, 0); err != nil {
+					t.Fatal(err)
+				}
+				dot, ng, nr, worst, peak := 0.0, 0.0, 0.0, 0.0, 0.0
+				for i := range ref {
+					dot += got[i] * ref[i]
+					ng += got[i] * got[i]
+					nr += ref[i] * ref[i]
+					worst = math.Max(worst, math.Abs(got[i]-ref[i]))
+					peak = math.Max(peak, math.Abs(ref[i]))
+				}
+				cos := dot / math.Sqrt(ng*nr)
+				t.Logf("%s: cosine %.7f, max |error| / max |gradient| %.2e", n, cos, worst/peak)
+				if !(cos >= 0.999) {
+					t.Errorf("%s: cosine %.6f < 0.999", n, cos)
+				}
+			}
+		})
+	}
+}
+
+func smallConfig(update Update, opt Optimizer) Config {
+	m := MLP{Sizes: []int{40, 32, 5}}
+	return Config{Network: m.Network(), Weights: m.Init(1), Batch: 16, Loss: SoftmaxCrossEntropy, Optimizer: opt, Update: update, EvalBatch: 64}
+}
+
+// TestTrainerTracksReference: from the same weights the first step's loss
+// agrees to the forward pass's rounding (a few u of each of the ~10 ops
+// on its path: bound 32u), and after 150 steps the device's loss has
+// fallen as the float64 twin's has (both below half the start) and the
+// two test accuracies on 512 fresh rows differ by at most 3 binomial
+// standard errors (the twins are correlated, so this is conservative).
+func TestTrainerTracksReference(t *testing.T) {
+	cfg := smallConfig(Compensated, Adam{LR: 1e-2})
+	tr, err := New(cfg, open(t, "sim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := NewReference(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var first, firstRef, last, lastRef float64
+	for s := range 150 {
+		b := digits(rng, 16, 40, 5)
+		l, err := tr.Step(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lr, err := ref.Step(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s == 0 {
+			first, firstRef = l, lr
+		}
+		last, lastRef = l, lr
+	}
+	if math.Abs(first-firstRef) > 32*u*firstRef {
+		t.Errorf("first loss: device %g, float64 %g: beyond 32u", first, firstRef)
+	}
+	test := digits(rng, 512, 40, 5)
+	labels := argmax(test.Y, 5)
+	md, err := tr.Evaluate(test.X, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := ref.Evaluate(test.X, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := math.Sqrt(mr.Accuracy * (1 - mr.Accuracy) / 512)
+	t.Logf("loss %.4f → %.4f (float64 %.4f → %.4f); accuracy %.4f (float64 %.4f, σ %.4f); %+v",
+		first, last, firstRef, lastRef, md.Accuracy, mr.Accuracy, se, tr.Stats())
+	if !(last < first/2 && lastRef < firstRef/2) {
+		t.Errorf("loss did not halve: device %g → %g, float64 %g → %g", first, last, firstRef, lastRef)
+	}
+	if math.Abs(md.Accuracy-mr.Accuracy) > 3*se+1.0/512 {
+		t.Errorf("accuracy %.4f vs float64 %.4f: beyond 3σ = %.4f", md.Accuracy, mr.Accuracy, 3*se)
+	}
+}
+
+func argmax(y []float64, c int) []int {
+	out := make([]int, len(y)/c)
+	for i := range out {
+		for j := range c {
+			if y[i*c+j] > y[i*c+out[i]] {
+				out[i] = j
+			}
+		}
+	}
+	return out
+}
+
+// TestResidency: one compile for the step and one for evaluation, and per
+// step the host moves exactly the batch and the scalars in and the loss
+// and the monitor out — the weights stay on the device.
+func TestResidency(t *testing.T) {
+	dev := open(t, "sim")
+	cfg := smallConfig(Compensated, Adam{LR: 1e-3})
+	tr, err := New(cfg, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const steps = 7
+	for range steps {
+		if _, err := tr.Step(digits(rng, 16, 40, 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := digits(rng, 100, 40, 5)
+	if _, err := tr.Evaluate(b.X, argmax(b.Y, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	st := tr.Stats()
+	scalars := len(tr.st.scalars)
+	wantIn := int64(steps * 2 * (16*40 + 16*5 + scalars))
+	if st.BytesIn != wantIn || st.BytesOut != steps*2*3 {
+		t.Errorf("bytes in %d, out %d; want %d (batch and %d scalars) and %d (loss and monitor)", st.BytesIn, st.BytesOut, wantIn, scalars, steps*6)
+	}
+	if c := dev.(*shim.Cache).Stats().Compiles; c != 2 {
+		t.Errorf("%d compiles, want 2 (step and evaluation)", c)
+	}
+}
+
+// TestBadInput: every mistake is an error wrapping the package's sentinel.
+func TestBadInput(t *testing.T) {
+	dev := open(t, "sim")
+	base := smallConfig(Compensated, Adam{LR: 1e-3})
+	mod := func(f func(c *Config)) Config {
+		c := base
+		c.Weights = nn.Weights{}
+		for k, v := range base.Weights {
+			c.Weights[k] = v
+		}
+		f(&c)
+		return c
+	}
+	cases := []struct {
+		name string
+		cfg  Config
+		want error
+	}{
+		{"learning rate 0", mod(func(c *Config) { c.Optimizer = Adam{} }), ErrConfig},
+		{"negative learning rate", mod(func(c *Config) { c.Optimizer = SGD{LR: -1} }), ErrConfig},
+		{"NaN learning rate", mod(func(c *Config) { c.Optimizer = Adam{LR: math.NaN()} }), ErrConfig},
+		{"momentum 1", mod(func(c *Config) { c.Optimizer = SGD{LR: 1, Momentum: 1} }), ErrConfig},
+		{"no network", mod(func(c *Config) { c.Network = nil }), ErrConfig},
+		{"no loss", mod(func(c *Config) { c.Loss = nil }), ErrConfig},
+		{"batch 0", mod(func(c *Config) { c.Batch = 0 }), ErrConfig},
+		{"loss scale 3", mod(func(c *Config) { c.LossScale = 3 }), ErrConfig},
+		{"weight not in the graph", mod(func(c *Config) {
+			c.Weights.Add(nn.Tensor{Name: "fc9_weight", Shape: []int{2}, Data: []float64{1, 2}})
+		}), ErrParam},
+		{"missing weight", mod(func(c *Config) { delete(c.Weights, "fc1_bias") }), ErrParam},
+		{"misshapen weight", mod(func(c *Config) {
+			c.Weights["fc1_bias"] = nn.Tensor{Name: "fc1_bias", Shape: []int{3}, Data: []float64{1, 2, 3}}
+		}), ErrParam},
+		{"weight beyond fp16", mod(func(c *Config) {
+			w := c.Weights["fc2_bias"]
+			w.Data = append([]float64(nil), w.Data...)
+			w.Data[0] = 1e6
+			c.Weights["fc2_bias"] = w
+		}), ErrParam},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := New(c.cfg, dev); !errors.Is(err, c.want) {
+				t.Errorf("New: %v, want %v", err, c.want)
+			}
+			if _, err := NewReference(c.cfg); !errors.Is(err, c.want) {
+				t.Errorf("NewReference: %v, want %v", err, c.want)
+			}
+		})
+	}
+	tr, err := New(base, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := digits(rand.New(rand.NewPCG(1, 1)), 16, 40, 5)
+	nan := Batch{X: append([]float64(nil), good.X...), Y: good.Y}
+	nan.X[7] = math.NaN()
+	inf := Batch{X: good.X, Y: append([]float64(nil), good.Y...)}
+	inf.Y[3] = math.Inf(1)
+	for name, b := range map[string]Batch{
+		"short X": {X: good.X[:10], Y: good.Y}, "long Y": {X: good.X, Y: append(good.Y, 0)},
+		"NaN pixel": nan, "Inf target": inf,
+	} {
+		if _, err := tr.Step(b); !errors.Is(err, ErrBatch) {
+			t.Errorf("%s: %v, want ErrBatch", name, err)
+		}
+	}
+	if _, err := tr.Evaluate(good.X[:41], []int{0}); !errors.Is(err, ErrBatch) {
+		t.Errorf("partial example: %v, want ErrBatch", err)
+	}
+	if _, err := tr.Evaluate(good.X[:40], []int{9}); !errors.Is(err, ErrBatch) {
+		t.Errorf("label out of range: %v, want ErrBatch", err)
+	}
+	if st := tr.Stats(); st.Steps != 0 {
+		t.Errorf("%d steps ran on bad batches", st.Steps)
+	}
+}
+
+// TestCheckpointResume: a checkpoint written to safetensors and read back
+// resumes training to the same loss, bit for bit, on the device and on the
+// float64 twin, without a new compile.
+func TestCheckpointResume(t *testing.T) {
+	dev := open(t, "sim")
+	cfg := smallConfig(Compensated, Adam{LR: 1e-2, WeightDecay: 0.01})
+	tr, err := New(cfg, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := NewReference(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(8, 9))
+	for range 12 {
+		b := digits(rng, 16, 40, 5)
+		if _, err := tr.Step(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ref.Step(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roundTrip := func(ck nn.Weights) nn.Weights {
+		var buf bytes.Buffer
+		if err := nn.WriteSafetensors(&buf, ck, nil); err != nil {
+			t.Fatal(err)
+		}
+		ws, err := nn.ReadSafetensors(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	ck, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rck, err := ref.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiles := dev.(*shim.Cache).Stats().Compiles
+	c2 := cfg
+	c2.Weights = roundTrip(ck)
+	tr2, err := New(c2, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3 := cfg
+	c3.Weights = roundTrip(rck)
+	ref2, err := NewReference(c3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := dev.(*shim.Cache).Stats().Compiles; c != compiles {
+		t.Errorf("resuming compiled again: %d → %d compiles", compiles, c)
+	}
+	for s := range 5 {
+		b := digits(rng, 16, 40, 5)
+		l1, err1 := tr.Step(b)
+		l2, err2 := tr2.Step(b)
+		r1, err3 := ref.Step(b)
+		r2, err4 := ref2.Step(b)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			t.Fatal(err)
+		}
+		if l1 != l2 || r1 != r2 {
+			t.Fatalf("step %d after resuming: device %v vs %v, float64 %v vs %v", s, l1, l2, r1, r2)
+		}
+	}
+	// The plain weights alone are a valid start too.
+	ws, err := tr.Weights()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c4 := cfg
+	c4.Weights = roundTrip(ws)
+	if _, err := New(c4, dev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOverflowSkipsStep: a loss scale far too large makes the backward
+// pass overflow; the device's gate leaves every weight and state bit as it
+// was, the host halves the scale, and training goes on.
+func TestOverflowSkipsStep(t *testing.T) {
+	cfg := smallConfig(Compensated, Adam{LR: 1e-2})
+	cfg.LossScale = 1 << 15
+	tr, err := New(cfg, open(t, "sim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(2, 3))
+	// Pixels up to 16: the backward sums reach 2¹⁵·16/16·16 and beyond.
+	loud := func() Batch {
+		b := digits(rng, 16, 40, 5)
+		for i := range b.X {
+			b.X[i] *= 16
+		}
+		return b
+	}
+	if _, err := tr.Step(loud()); err != nil {
+		t.Fatal(err)
+	}
+	st := tr.Stats()
+	if st.Skipped != 1 || st.LossScale != 1<<14 {
+		t.Fatalf("after an overflowing step: %+v, want 1 skipped and the scale halved", st)
+	}
+	after, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range before {
+		if name == "train.scaler" {
+			continue
+		}
+		for i, v := range w.Data {
+			if after[name].Data[i] != v {
+				t.Fatalf("%s[%d] changed from %v to %v in a skipped step", name, i, v, after[name].Data[i])
+			}
+		}
+	}
+	for range 30 {
+		if _, err := tr.Step(loud()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := tr.Stats(); st.Applied == 0 || st.LossScale >= 1<<14 {
+		t.Errorf("the scale did not come down to a working value: %+v", st)
+	}
+}
+
+// TestCompensatedUpdates is the ablation in its plainest form: a single
+// weight w = 1 learns a target of 1.01 by SGD with steps of about 1e-5 —
+// below half of fp16's spacing at 1 (2⁻¹¹ ≈ 4.9e-4). Plain fp16 updates
+// are all lost and w stays 1 exactly; compensated updates accumulate in lo
+// and follow the float64 twin. They differ from it in two ways: the
+// forward pass reads hi, up to 2⁻¹¹ from w, which changes each gradient
+// 2(w − 1.01) by up to 2·2⁻¹¹, times the effective rate lr/(1−μ) = 1e-3,
+// over 200 steps ≤ 1.96e-4; and each add into lo (|lo| ≤ ½ in its unit
+// 2⁻¹⁰) rounds by ≤ 2⁻¹³·2⁻¹⁰ of the weight, ≤ 2.4e-5 over 200 steps.
+func TestCompensatedUpdates(t *testing.T) {
+	net := func(g *dataflow.Graph, batch int) (dataflow.Value, dataflow.Value) {
+		x := g.Input("x", dataflow.Shape{batch, 1})
+		w := g.Input("w", dataflow.Shape{1, 1})
+		return x, g.MatMul(x, w, false, true)
+	}
+	w0 := nn.Weights{"w": {Name: "w", Shape: []int{1, 1}, Data: []float64{1}}}
+	b := Batch{X: []float64{1, 1, 1, 1}, Y: []float64{1.01, 1.01, 1.01, 1.01}}
+	change := map[Update]float64{}
+	dev := open(t, "sim")
+	const steps = 200
+	for _, up := range []Update{Compensated, PlainFP16} {
+		cfg := Config{Network: net, Weights: w0, Batch: 4, Loss: MeanSquaredError, Optimizer: SGD{LR: 5e-4, Momentum: 0.5}, Update: up}
+		tr, err := New(cfg, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range steps {
+			if _, err := tr.Step(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ws, err := tr.Weights()
+		if err != nil {
+			t.Fatal(err)
+		}
+		change[up] = ws["w"].Data[0] - 1
+	}
+	ref, err := NewReference(Config{Network: net, Weights: w0, Batch: 4, Loss: MeanSquaredError, Optimizer: SGD{LR: 5e-4, Momentum: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range steps {
+		if _, err := ref.Step(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, _ := ref.Weights()
+	want := ws["w"].Data[0] - 1
+	t.Logf("w − 1 after %d steps: float64 %.6g, compensated %.6g, plain fp16 %.6g", steps, want, change[Compensated], change[PlainFP16])
+	if change[PlainFP16] != 0 {
+		t.Errorf("plain fp16 moved w by %g; every step is below half an ulp", change[PlainFP16])
+	}
+	if bound := 200*1e-3*2*0x1p-11 + 200*0x1p-23; math.Abs(change[Compensated]-want) > bound {
+		t.Errorf("compensated change %g, float64 %g: beyond %.2g", change[Compensated], want, bound)
+	}
+}
