@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 )
@@ -120,16 +121,6 @@ func (s *Session) readable(fn, name string, n int) (lower.IOSpec, []uint16, erro
 	return sp, surf[sp.Surface], nil
 }
 
-// rows calls f for every row of sp's band of surface: the row's first n
-// elements, and the logical offset of the row.
-func rows(sp lower.IOSpec, surface []uint16, f func(row []uint16, off int)) {
-	band := surface[sp.Channel*sp.Stride() : sp.Channel*sp.Stride()+sp.DeviceSize()]
-	n, stride := sp.RowLen(), sp.Stride()
-	for r := range sp.Rows() {
-		f(band[r*stride:r*stride+n], r*n)
-	}
-}
-
 func (s *Session) check(fn string) error {
 	if s.closed {
 		return fmt.Errorf("shim: Session.%s: session closed: %w", fn, ErrClosed)
@@ -151,7 +142,7 @@ func (s *Session) Write64(name string, src []float64, exp int) error {
 		return err
 	}
 	var bad error
-	rows(sp, s.in[sp.Surface], func(row []uint16, off int) {
+	engine.EachRow(sp, s.in[sp.Surface], func(row []uint16, off int) {
 		if i := fp16.EncodeScaled(row, src[off:], exp); i >= 0 && bad == nil {
 			bad = fmt.Errorf("shim: input %q element %d is %g·2^%d, beyond fp16's range ±%g: %w", name, off+i, src[off+i], exp, fp16.MaxValue, ErrRange)
 		}
@@ -182,7 +173,7 @@ func (s *Session) WriteRows64(name string, src []float64, exps []int) error {
 	}
 	var bad error
 	r := 0
-	rows(sp, s.in[sp.Surface], func(row []uint16, off int) {
+	engine.EachRow(sp, s.in[sp.Surface], func(row []uint16, off int) {
 		if i := fp16.EncodeScaled(row, src[off:], exps[r]); i >= 0 && bad == nil {
 			bad = fmt.Errorf("shim: input %q element %d is %g·2^%d, beyond fp16's range ±%g: %w", name, off+i, src[off+i], exps[r], fp16.MaxValue, ErrRange)
 		}
@@ -199,7 +190,7 @@ func (s *Session) WriteRows64(name string, src []float64, exps []int) error {
 // clearBand zeroes sp's rows, so that a refused write leaves no half
 // written tensor behind.
 func (s *Session) clearBand(sp lower.IOSpec) {
-	rows(sp, s.in[sp.Surface], func(row []uint16, _ int) { clear(row) })
+	engine.EachRow(sp, s.in[sp.Surface], func(row []uint16, _ int) { clear(row) })
 }
 
 // Write stores src rounded to fp16 as input name; errors as Write64.
@@ -214,7 +205,7 @@ func (s *Session) Write(name string, src []float32) error {
 		return err
 	}
 	var bad error
-	rows(sp, s.in[sp.Surface], func(row []uint16, off int) {
+	engine.EachRow(sp, s.in[sp.Surface], func(row []uint16, off int) {
 		if i := fp16.EncodeFloat32(row, src[off:off+len(row)]); i >= 0 && bad == nil {
 			bad = fmt.Errorf("shim: input %q element %d is %g, beyond fp16's range ±%g: %w", name, off+i, src[off+i], fp16.MaxValue, ErrRange)
 		}
@@ -238,7 +229,7 @@ func (s *Session) WriteHalf(name string, src []uint16) error {
 	if err != nil {
 		return err
 	}
-	rows(sp, s.in[sp.Surface], func(row []uint16, off int) { copy(row, src[off:]) })
+	engine.EachRow(sp, s.in[sp.Surface], func(row []uint16, off int) { copy(row, src[off:]) })
 	s.stats.BytesIn += 2 * int64(len(src))
 	return nil
 }
@@ -315,7 +306,7 @@ func (s *Session) Read64(name string, dst []float64, exp int) error {
 		return err
 	}
 	var bad error
-	rows(sp, surf, func(row []uint16, off int) {
+	engine.EachRow(sp, surf, func(row []uint16, off int) {
 		if i := fp16.Finite(row); i >= 0 && bad == nil {
 			bad = fmt.Errorf("shim: %q element %d is %v: fp16 overflow on the device: %w", name, off+i, fp16.Bits(row[i]).Float64(), ErrRange)
 		}
@@ -337,7 +328,7 @@ func (s *Session) Read(name string, dst []float32) error {
 		return err
 	}
 	var bad error
-	rows(sp, surf, func(row []uint16, off int) {
+	engine.EachRow(sp, surf, func(row []uint16, off int) {
 		if i := fp16.Finite(row); i >= 0 && bad == nil {
 			bad = fmt.Errorf("shim: %q element %d is %v: fp16 overflow on the device: %w", name, off+i, fp16.Bits(row[i]).Float64(), ErrRange)
 		}
@@ -359,7 +350,7 @@ func (s *Session) ReadHalf(name string, dst []uint16) error {
 	if err != nil {
 		return err
 	}
-	rows(sp, surf, func(row []uint16, off int) { copy(dst[off:], row) })
+	engine.EachRow(sp, surf, func(row []uint16, off int) { copy(dst[off:], row) })
 	s.stats.BytesOut += 2 * int64(len(dst))
 	return nil
 }
@@ -395,7 +386,7 @@ func RunHalf(exe Executable, in, out [][]uint16) error {
 	inputs := make([][]float32, len(p.Inputs))
 	for i, sp := range p.Inputs {
 		inputs[i] = make([]float32, sp.Size())
-		rows(sp, in[sp.Surface], func(row []uint16, off int) { fp16.DecodeFloat32(inputs[i][off:off+len(row)], row) })
+		engine.EachRow(sp, in[sp.Surface], func(row []uint16, off int) { fp16.DecodeFloat32(inputs[i][off:off+len(row)], row) })
 	}
 	outs, err := exe.Run(inputs)
 	if err != nil && !errors.Is(err, ErrRange) {
@@ -408,7 +399,7 @@ func RunHalf(exe Executable, in, out [][]uint16) error {
 		return err
 	}
 	for i, sp := range p.Outputs {
-		rows(sp, out[sp.Surface], func(row []uint16, off int) { fp16.EncodeFloat32(row, outs[i][off:off+len(row)]) })
+		engine.EachRow(sp, out[sp.Surface], func(row []uint16, off int) { fp16.EncodeFloat32(row, outs[i][off:off+len(row)]) })
 	}
 	return nil // an ErrRange of the outputs is seen when they are read
 }

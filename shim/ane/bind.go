@@ -317,8 +317,9 @@ func PortTensors(ports []Port) []Tensor {
 // programPorts lists the program's surfaces (Program.InputSurfaces and
 // OutputSurfaces, the MIL function's inputs and outputs), each with the
 // logical inputs or outputs whose IOSpec.Surface names it, at row
-// IOSpec.Channel. A program without surface lists (built by hand, not by
-// the lowering) has one surface per logical tensor, named like it.
+// IOSpec.Channel. CheckProgram refuses a program without surface lists;
+// for tests built by hand, such a program binds one surface per logical
+// tensor, named like it.
 func programPorts(p *lower.Program) (in, out []Port, err error) {
 	if in, err = surfacePorts("input", p.InputSurfaces, p.Inputs); err != nil {
 		return nil, nil, err

@@ -109,6 +109,9 @@ func CheckProgram(p *lower.Program, dev lower.Target) error {
 	if len(p.Inputs) == 0 || len(p.Outputs) == 0 {
 		return fmt.Errorf("%w: %d inputs and %d outputs; the device needs at least one of each", ErrProgram, len(p.Inputs), len(p.Outputs))
 	}
+	if err := p.CheckLayout(); err != nil {
+		return fmt.Errorf("%w: %v", ErrProgram, err)
+	}
 	pt, err := lower.TargetByName(p.Target)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrProgram, err)

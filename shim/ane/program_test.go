@@ -68,10 +68,12 @@ func TestFits(t *testing.T) {
 func TestCheckProgram(t *testing.T) {
 	good := func() *lower.Program {
 		return &lower.Program{
-			MIL:     []byte("program(1.3) { }"),
-			Inputs:  []lower.IOSpec{spec("x", []int{4, 30}, 4, 32)},
-			Outputs: []lower.IOSpec{spec("y", []int{4}, 1, 32)},
-			Target:  "ane-m1",
+			MIL:            []byte("program(1.3) { }"),
+			Inputs:         []lower.IOSpec{spec("x", []int{4, 30}, 4, 32)},
+			Outputs:        []lower.IOSpec{spec("y", []int{4}, 1, 32)},
+			InputSurfaces:  []lower.Surface{{Name: "x", Shape: []int{1, 4, 1, 32}}},
+			OutputSurfaces: []lower.Surface{{Name: "y", Shape: []int{1, 1, 1, 32}}},
+			Target:         "ane-m1",
 		}
 	}
 	// The same program lowered with packed I/O: x in rows 0–3 and b in
@@ -184,14 +186,17 @@ func TestCheckTensors(t *testing.T) {
 
 	// CheckProgram applies it, and to the surfaces' every axis.
 	p := &lower.Program{
-		MIL:     tensorMIL("[20000, 32]", "[1, 1, 1, 32]"),
-		Inputs:  []lower.IOSpec{spec("x", []int{32}, 1, 32)},
-		Outputs: []lower.IOSpec{spec("y", []int{32}, 1, 32)},
-		Target:  "ane-m1",
+		MIL:            tensorMIL("[20000, 32]", "[1, 1, 1, 32]"),
+		Inputs:         []lower.IOSpec{spec("x", []int{32}, 1, 32)},
+		Outputs:        []lower.IOSpec{spec("y", []int{32}, 1, 32)},
+		InputSurfaces:  []lower.Surface{{Name: "x", Shape: []int{1, 1, 1, 32}}},
+		OutputSurfaces: []lower.Surface{{Name: "y", Shape: []int{1, 1, 1, 32}}},
+		Target:         "ane-m1",
 	}
 	require.ErrorContains(t, CheckProgram(p, lower.TargetM1), "axis 0 (height) is 20000")
 	p.MIL = tensorMIL("[16, 32]", "[1, 1, 1, 32]")
 	require.NoError(t, CheckProgram(p, lower.TargetM1))
 	p.Outputs[0] = spec("y", []int{70000, 32}, 70000, 32)
+	p.OutputSurfaces[0].Shape = []int{1, 70000, 1, 32}
 	require.ErrorContains(t, CheckProgram(p, lower.TargetM1), `output surface "y" of shape [1 70000 1 32]: axis 1 (channel) is 70000`)
 }

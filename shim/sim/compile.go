@@ -99,6 +99,9 @@ func compile(t lower.Target, p *lower.Program, reference bool) (*plan, error) {
 	if err := prog.Check(); err != nil {
 		return nil, &Error{Msg: err.Error(), Err: ErrInvalid, Cause: err}
 	}
+	if err := p.CheckLayout(); err != nil {
+		return nil, invalidf(mil.Pos{}, "%v", err)
+	}
 	c := &compiler{t: t, reference: reference, prog: p, vars: map[string]*value{}, plan: &plan{}}
 	if len(p.Blob) > 0 {
 		bf, err := mil.ReadBlob(p.Blob)
@@ -167,37 +170,6 @@ func (c *compiler) nonEmpty(fn *mil.Function) error {
 	return nil
 }
 
-// checkSpec validates a logical tensor's place on the device: DeviceShape
-// is [1, C, 1, S] with C the product of all logical dimensions but the
-// last, S ≥ the last, and rows Channel … Channel+C−1 lie in its surface,
-// whose stride is S.
-func checkSpec(kind string, s lower.IOSpec, surfaces []lower.Surface) error {
-	d := s.DeviceShape
-	if len(d) != 4 || d[0] != 1 || d[2] != 1 || d[1] < 1 || d[3] < 1 {
-		return invalidf(mil.Pos{}, "%s %q: device shape %s is not [1, C, 1, S]", kind, s.Name, shapeString(d))
-	}
-	rows := 1
-	for i, x := range s.Shape {
-		if x < 1 {
-			return invalidf(mil.Pos{}, "%s %q: logical shape %s has a dimension below 1", kind, s.Name, shapeString(s.Shape))
-		}
-		if i < len(s.Shape)-1 {
-			rows *= x
-		}
-	}
-	if rows != d[1] || s.RowLen() > d[3] {
-		return invalidf(mil.Pos{}, "%s %q: logical shape %s does not fit device shape %s", kind, s.Name, shapeString(s.Shape), shapeString(d))
-	}
-	if s.Surface < 0 || s.Surface >= len(surfaces) {
-		return invalidf(mil.Pos{}, "%s %q: surface %d, the program has %d", kind, s.Name, s.Surface, len(surfaces))
-	}
-	sf := surfaces[s.Surface]
-	if s.Channel < 0 || s.Channel+d[1] > sf.Rows() || d[3] != sf.Stride() {
-		return invalidf(mil.Pos{}, "%s %q: rows %d…%d of stride %d do not lie in surface %q of shape %s", kind, s.Name, s.Channel, s.Channel+d[1]-1, d[3], sf.Name, shapeString(sf.Shape))
-	}
-	return nil
-}
-
 // checkSurfaces validates the program's surface list against main's
 // inputs or outputs, by name and in order, and each surface's size
 // against the target's minimum.
@@ -235,9 +207,6 @@ func (c *compiler) inputs(fn *mil.Function) error {
 	}
 	seen := map[string]bool{}
 	for _, spec := range c.prog.Inputs {
-		if err := checkSpec("input", spec, c.prog.InputSurfaces); err != nil {
-			return err
-		}
 		if seen[spec.Name] {
 			return invalidf(fn.Pos, "the program's signature lists input %q twice", spec.Name)
 		}
@@ -290,9 +259,6 @@ func (c *compiler) outputs(fn *mil.Function) error {
 	}
 	listed := map[string]bool{}
 	for _, spec := range c.prog.Outputs {
-		if err := checkSpec("output", spec, c.prog.OutputSurfaces); err != nil {
-			return err
-		}
 		if listed[spec.Name] {
 			return invalidf(fn.Pos, "the program's signature lists output %q twice", spec.Name)
 		}

@@ -277,17 +277,14 @@ func (e *executable) RunHalf(in, out [][]uint16) error {
 // rounding each value to fp16 on the way; a value that rounds to ±Inf or
 // is NaN is an error naming its logical index.
 func packRounded(s lower.IOSpec, dst, src []float32) error {
-	dst = s.Band(dst)
-	n, stride := s.RowLen(), s.Stride()
-	for r := range s.Rows() {
-		row := dst[r*stride : (r+1)*stride]
-		if c := roundRow(row[:n], src[r*n:(r+1)*n]); c >= 0 {
-			v := src[r*n+c]
-			return errAt(zeroPos, shim.ErrRange, "input %q element %d is %g, beyond fp16's range ±%g", s.Name, r*n+c, v, fp16.MaxValue)
+	clear(s.Band(dst))
+	var bad error
+	engine.EachRow(s, dst, func(row []float32, off int) {
+		if c := roundRow(row, src[off:off+len(row)]); c >= 0 && bad == nil {
+			bad = errAt(zeroPos, shim.ErrRange, "input %q element %d is %g, beyond fp16's range ±%g", s.Name, off+c, src[off+c], fp16.MaxValue)
 		}
-		clear(row[n:])
-	}
-	return nil
+	})
+	return bad
 }
 
 // roundRow writes r16(src[i]) to dst[i] and returns the index of the first

@@ -142,7 +142,7 @@ func TestCompileRejectsSignature(t *testing.T) {
 		{"duplicate input", func(p *lower.Program) {
 			*p = *program([]port{in("x", 2, 32), in("y", 2, 32)}, stmt("z", []int{2, 32}, "relu", "x = x"), []port{in("z", 2, 32)})
 			p.Inputs[1] = p.Inputs[0]
-		}, ErrInvalid, `lists input "x_in" twice`},
+		}, ErrInvalid, `inputs "x_in" and "x_in" both occupy row 0`},
 		{"output surface name", func(p *lower.Program) { p.OutputSurfaces[0].Name = "q" }, ErrInvalid, `output surface 0 is "q"`},
 		{"output band", func(p *lower.Program) { p.Outputs[0] = ioSpec("z_out", []int{4, 32}) }, ErrInvalid, "do not lie in surface"},
 		{"output surface shape", func(p *lower.Program) { p.OutputSurfaces[0].Shape = []int{1, 4, 1, 32} }, ErrInvalid, "the program's surface says"},
