@@ -73,7 +73,7 @@ func constName(g *dataflow.Graph, base string) string {
 // checking that every value is finite.
 func constant(g *dataflow.Graph, base string, shape dataflow.Shape, data []float64) dataflow.Value {
 	for i, v := range data {
-		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 65504 {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > engine.MaxValue {
 			return fail(g, ErrRange, "weight %q element %d is %g, beyond fp16's range ±65504", base, i, v)
 		}
 	}
@@ -98,7 +98,7 @@ func consistent(g *dataflow.Graph, layer string, ts ...Tensor) bool {
 func finite(g *dataflow.Graph, ts ...Tensor) bool {
 	for _, t := range ts {
 		for i, v := range t.Data {
-			if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 65504 {
+			if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > engine.MaxValue {
 				fail(g, ErrRange, "weight %q element %d is %g, beyond fp16's range ±65504", t.Name, i, v)
 				return false
 			}

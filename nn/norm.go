@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"math"
 
 	"github.com/anemone-go/anemone/dataflow"
@@ -54,7 +55,7 @@ func LayerNorm(g *dataflow.Graph, x dataflow.Value, gamma, beta Tensor, opts Nor
 	}
 	if opts.Native {
 		eps := opts.Epsilon
-		if eps != 0 && eps < minNormal || eps > 65504 {
+		if eps != 0 && eps < minNormal || eps > engine.MaxValue {
 			return fail(g, ErrRange, "layer_norm: native epsilon %g is outside fp16's normal range: use 0, a value in [2⁻¹⁴ ≈ 6.1e-5, 65504], or the decomposed form (Native false), which takes any ε", eps)
 		}
 		var gv, bv dataflow.Value

@@ -2,11 +2,12 @@ package nn
 
 import (
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 )
 
 // poolPad is the value max pooling pads with: fp16's most negative finite
 // value, below every activation the engine can hold.
-const poolPad = -65504
+const poolPad = -engine.MaxValue
 
 // MaxPool2D is max pooling of x [N, C, H, W] with a k×k window, stride s
 // and padding p on every side (PyTorch's MaxPool2d(k, s, p)); the output

@@ -1,6 +1,7 @@
 package shimtest
 
 import (
+	"github.com/anemone-go/anemone/engine"
 	"math"
 
 	"github.com/anemone-go/anemone/lower"
@@ -54,7 +55,7 @@ func (e doNothingExe) Run(in [][]float32) ([][]float32, error) {
 		o := make([]float32, spec.Size())
 		for j := range o {
 			if len(all) > 0 {
-				o[j] = float32(math.Max(-65504, math.Min(65504, e.scale*float64(all[j%len(all)]))))
+				o[j] = float32(math.Max(-engine.MaxValue, math.Min(engine.MaxValue, e.scale*float64(all[j%len(all)]))))
 			}
 		}
 		outs[i] = o
