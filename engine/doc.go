@@ -1,9 +1,15 @@
 // Package engine is the contract between the compiler and the devices:
 // every fact about the Apple Neural Engine that more than one package
-// relies on, defined once. Lowering reads a Target to decide what to emit,
-// the simulator to decide what to accept and how to compute, the darwin
-// device to check what it hands the framework, and the solvers to size
-// their programs. A fact copied elsewhere is a bug.
+// relies on, defined once, and the program they exchange. Lowering reads a
+// Target to decide what to emit, the simulator to decide what to accept
+// and how to compute, the darwin device to check what it hands the
+// framework, and the solvers to size their programs. A fact copied
+// elsewhere is a bug (a test scans the module for numeric copies).
+//
+// The program (Program: MIL text, weight blob, logical I/O and surfaces)
+// has one identity, ProgramHash; one map between a logical tensor and its
+// band of a surface, EachRow; and one layout check, CheckLayout, which
+// every device makes before it binds a buffer.
 //
 // The facts are reports, not laws: each carries its source in
 // docs/ENGINE.md, and a family's value is what was measured on that
