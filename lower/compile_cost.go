@@ -3,7 +3,7 @@ package lower
 import "time"
 
 // The modeled cost of compiling and loading a program on the engine
-// (docs/ENGINE.md §9), from the two published measurements that bracket
+// (docs/ENGINE.md §6), from the two published measurements that bracket
 // it: about 38 ms per shape for a small program through the in-memory
 // route (ANEForge's dispatch notes), and about 4.2 s to recompile a
 // 124M-parameter model (248 MB of fp16 weights; Orion). A line through

@@ -140,6 +140,11 @@ type cachedExecutable struct {
 
 func (e *cachedExecutable) Program() *lower.Program { return e.p }
 
+// Backend returns the backend's executable behind this handle, for what a
+// backend reports beyond Executable (the engine's own time of the last
+// run, say). The cache owns it: do not close or run it.
+func (e *cachedExecutable) Backend() Executable { return e.exe }
+
 // Close releases this handle; the compiled program stays in the cache.
 func (e *cachedExecutable) Close() error {
 	e.mu.Lock()

@@ -64,6 +64,11 @@ type hostInfo struct {
 	Arch      string `json:"arch"`
 	Chip      string `json:"chip"`
 	OSVersion string `json:"os_version"`
+	// MacOS is kern.osproductversion ("15.3.2"); empty off darwin.
+	MacOS string `json:"macos,omitempty"`
+	// Family is the cost-model family of the chip (lower.EstimateFamily:
+	// "ane-m5pro"); empty for a chip that is not an Apple M chip.
+	Family string `json:"family"`
 }
 
 type deviceInfo struct {
@@ -71,6 +76,9 @@ type deviceInfo struct {
 	Hardware bool   `json:"hardware"`
 	Target   string `json:"target"`
 	Numerics string `json:"numerics"`
+	// CostFamily is the family the probes' programs are priced on: the
+	// chip's on hardware, the target's on the simulator.
+	CostFamily string `json:"cost_family"`
 }
 
 // probe is one measurement: what the simulator's model of the device's
@@ -85,6 +93,24 @@ type probe struct {
 	Values   map[string]any `json:"values,omitempty"`
 	Points   []point        `json:"points,omitempty"`
 	Error    string         `json:"error,omitempty"`
+	// Timings are the probe's programs: modeled engine time against the
+	// engine's own, where it reports one.
+	Timings []timing `json:"timings,omitempty"`
+}
+
+// timing is one program of a probe: its modeled engine time on the chip's
+// family (lower.Estimate) and the engine's own execution time
+// (hwExecutionTime, the least over the runs that reported one), so that a
+// report from a Mac calibrates the model.
+type timing struct {
+	Program   string `json:"program"` // node count and the costliest op
+	Family    string `json:"family"`
+	ModeledNS int64  `json:"modeled_ns"`
+	// MeasuredNS is 0 when the engine reported no time (the simulator,
+	// statistics unavailable).
+	MeasuredNS int64 `json:"measured_ns,omitempty"`
+	Runs       int   `json:"runs"`          // runs of the program
+	Reported   int   `json:"reported_runs"` // of them, runs that reported an engine time
 }
 
 // point is one run of a probe's program: the swept input, the value the
@@ -204,11 +230,13 @@ func openSelftestDevice(name string) (shim.Device, string, error) {
 // runSelftest runs the conformance suite and every probe on dev.
 func runSelftest(dev shim.Device, short bool) *selftestReport {
 	info := dev.Info()
+	host := readHostInfo()
+	host.Family = lower.EstimateFamily(host.Chip)
 	rep := &selftestReport{
 		Schema:    selftestSchema,
 		Time:      time.Now().UTC().Format(time.RFC3339),
 		Anemone:   readBuildStamp(),
-		Host:      readHostInfo(),
+		Host:      host,
 		Device:    deviceInfo{Name: info.Name, Hardware: info.Hardware, Target: info.Target.Name, Numerics: info.Numerics},
 		Simulated: !info.Hardware,
 		Short:     short,
@@ -216,7 +244,11 @@ func runSelftest(dev shim.Device, short bool) *selftestReport {
 	if rep.Simulated {
 		rep.Note = "Simulated: the measured column is the simulator's own model, not hardware."
 	}
-	e := &env{dev: dev, t: info.Target, narrow: strings.Contains(info.Name, "narrow"), short: short}
+	e := &env{dev: dev, t: info.Target, narrow: strings.Contains(info.Name, "narrow"), short: short, family: info.Target.Name}
+	if info.Hardware && host.Family != "" {
+		e.family = host.Family // the chip's own family, where the model has one
+	}
+	rep.Device.CostFamily = e.family
 
 	rep.Conformance = append(shimtest.Check(dev), nntest.CheckLayers(dev)...)
 	rep.Probes = append(rep.Probes, conformanceProbe(rep.Conformance))
@@ -233,11 +265,35 @@ func runSelftest(dev shim.Device, short bool) *selftestReport {
 		{"transcendentals", e.transcendentals},
 		{"concat-arity", one(e.concatArity)},
 		{"io-surfaces", one(e.surfaces)},
+		{"matmul-inner-dim-32", one(e.innerDim)},
+		{"surface-width-16", one(e.surfaceWidth)},
+		{"surface-minimum-size", one(e.surfaceSize)},
+		{"partial-sum-2^15", one(e.partialSum)},
+		{"product-rounding", one(e.productRounding)},
+		{"tie-rounding", one(e.tieRounding)},
 		{"compile-budget", one(e.compileBudget)}, // last: it may exhaust the compiler
 	} {
-		rep.Probes = append(rep.Probes, guarded(f.name, f.run)...)
+		e.timings = nil
+		ps := guarded(f.name, f.run)
+		attachTimings(ps, e.timings)
+		rep.Probes = append(rep.Probes, ps...)
 	}
 	return rep
+}
+
+// attachTimings gives each probe its programs' timings: one each when a
+// run produced as many probes as programs, else all to the first.
+func attachTimings(ps []probe, ts []*timing) {
+	if len(ps) == 0 || len(ts) == 0 {
+		return
+	}
+	for i, t := range ts {
+		j := 0
+		if len(ps) == len(ts) {
+			j = i
+		}
+		ps[j].Timings = append(ps[j].Timings, *t)
+	}
 }
 
 func one(f func() probe) func() []probe { return func() []probe { return []probe{f()} } }
@@ -274,6 +330,9 @@ func readBuildStamp() buildStamp {
 func printSelftest(w io.Writer, rep *selftestReport) error {
 	fmt.Fprintf(w, "anemone selftest (%s)\n", rep.Schema)
 	fmt.Fprintf(w, "host:     %s, %s (%s/%s)\n", rep.Host.Chip, rep.Host.OSVersion, rep.Host.OS, rep.Host.Arch)
+	if rep.Host.Family != "" {
+		fmt.Fprintf(w, "family:   %s (the cost model's)\n", rep.Host.Family)
+	}
 	fmt.Fprintf(w, "device:   %s (hardware: %v, target %s)\n", rep.Device.Name, rep.Device.Hardware, rep.Device.Target)
 	fmt.Fprintf(w, "numerics: %s\n", rep.Device.Numerics)
 	commit := rep.Anemone.Commit
@@ -297,7 +356,10 @@ func printSelftest(w io.Writer, rep *selftestReport) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Expected, measured, p.Verdict)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printTimings(w, rep)
 }
 
 // env carries what every probe needs.
@@ -306,6 +368,10 @@ type env struct {
 	t      lower.Target
 	narrow bool // the device's model accumulates matmul/conv in fp16
 	short  bool
+	// family prices the programs (lower.Estimate): the chip's own on
+	// hardware, the device's target on the simulator.
+	family  string
+	timings []*timing // the current probe's programs
 }
 
 // cliff is the matmul/conv output magnitude above which the result becomes
@@ -346,6 +412,7 @@ func conformanceProbe(rs []shimtest.Result) probe {
 type compiled struct {
 	exe shim.Executable
 	err error
+	tm  *timing // nil when the model cannot price the program
 }
 
 // build lowers g for the device's target and compiles it; a refusal at
@@ -360,7 +427,60 @@ func (e *env) build(g *dataflow.Graph) compiled {
 
 func (e *env) compile(p *lower.Program) compiled {
 	exe, err := e.dev.Compile(p)
-	return compiled{exe: exe, err: err}
+	c := compiled{exe: exe, err: err}
+	if err == nil {
+		c.tm = e.model(p)
+	}
+	return c
+}
+
+// model prices p on the env's family and records it for the current
+// probe; nil when the model cannot price it.
+func (e *env) model(p *lower.Program) *timing {
+	cost, err := lower.Estimate(p, e.family)
+	if err != nil {
+		return nil
+	}
+	costliest := ""
+	var most time.Duration = -1
+	for _, n := range cost.PerNode {
+		if n.Time > most {
+			most, costliest = n.Time, n.Op
+		}
+	}
+	desc := fmt.Sprintf("%d nodes", cost.Nodes)
+	if costliest != "" {
+		desc += ", mostly " + costliest
+	}
+	t := &timing{Program: desc, Family: cost.Target, ModeledNS: int64(cost.Time)}
+	e.timings = append(e.timings, t)
+	return t
+}
+
+// hardwareTime is the engine's own time of exe's last run, where the
+// backend reports it (the ANE device on darwin/arm64, past the cache).
+func hardwareTime(exe shim.Executable) (time.Duration, bool) {
+	if b, ok := exe.(interface{ Backend() shim.Executable }); ok {
+		exe = b.Backend()
+	}
+	if h, ok := exe.(interface{ HardwareTime() (time.Duration, bool) }); ok {
+		return h.HardwareTime()
+	}
+	return 0, false
+}
+
+// record adds a finished run to c's timing.
+func (c compiled) record() {
+	if c.tm == nil {
+		return
+	}
+	c.tm.Runs++
+	if d, ok := hardwareTime(c.exe); ok && d > 0 {
+		c.tm.Reported++
+		if c.tm.MeasuredNS == 0 || int64(d) < c.tm.MeasuredNS {
+			c.tm.MeasuredNS = int64(d)
+		}
+	}
 }
 
 func (c compiled) close() {
@@ -374,6 +494,9 @@ func (c compiled) close() {
 // not return read as +Inf.
 func (c compiled) run(inputs [][]float32, sizes ...int) ([][]float32, error) {
 	out, err := c.exe.Run(inputs)
+	if err == nil || errors.Is(err, shim.ErrRange) {
+		c.record()
+	}
 	if err != nil && errors.Is(err, shim.ErrRange) {
 		if out == nil {
 			out = make([][]float32, len(sizes))

@@ -14,7 +14,7 @@ func readHostInfo() hostInfo {
 		h.Chip = s
 	}
 	if s, err := syscall.Sysctl("kern.osproductversion"); err == nil && s != "" {
-		h.OSVersion = "macOS " + s
+		h.OSVersion, h.MacOS = "macOS "+s, s
 	}
 	return h
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
 )
 
@@ -163,8 +164,103 @@ func TestSelftestSimulatorShowsTheModeledCliffs(t *testing.T) {
 			require.Equal(t, "refused", io.Values["separate"])
 
 			require.Equal(t, verdictNA, get("compile-budget").Verdict)
+
+			// The reported per-chip cliffs: the model has none of them, so
+			// every width, size and K is correct, the partial sums exact,
+			// products rounded to fp16 (subnormal ones kept: the narrow
+			// model flushes results, not products), ties to even.
+			for _, k := range []string{"K=32", "K=40", "K=48", "K=64"} {
+				require.Equal(t, "correct", get("matmul-inner-dim-32").Values[k], k)
+			}
+			for _, w := range []string{"w=16", "w=24", "w=40", "w=64", "w=96"} {
+				require.Equal(t, "correct", get("surface-width-16").Values[w], w)
+			}
+			size := get("surface-minimum-size")
+			require.Len(t, size.Points, 5)
+			for _, pt := range size.Points {
+				require.True(t, pt.OK, pt.Label)
+			}
+			ps := get("partial-sum-2^15")
+			require.Equal(t, "exact", ps.Values["peak 2^14"])
+			require.Equal(t, "exact", ps.Values["peak 2^15"])
+			pr := get("product-rounding")
+			require.Equal(t, "products rounded to fp16", pr.Values["rounding"])
+			require.Equal(t, 2.0, float64(pr.Points[0].Got), "512·(fp16(a·b) − 1) = 512·2⁻⁸")
+			require.Equal(t, "subnormal products kept", pr.Values["subnormal"])
+			require.Equal(t, 0x1p-6, float64(pr.Points[1].Got), "1024·2⁻¹⁶")
+			tie := get("tie-rounding")
+			require.Equal(t, "ties to even", tie.Values["behaviour"])
+			require.Equal(t, []float64{2048, 2052, -2048}, []float64{float64(tie.Points[0].Got), float64(tie.Points[1].Got), float64(tie.Points[2].Got)})
+
+			// Every program is priced on the simulator's family (sim, as
+			// ane-m1: at least M1's 220 µs floor); there is no engine time.
+			require.Contains(t, generic["host"], "family")
+			require.Equal(t, "sim", rep.Device.CostFamily)
+			var timed int
+			for _, p := range rep.Probes {
+				for _, tm := range p.Timings {
+					timed++
+					require.Equal(t, "sim", tm.Family, p.Name)
+					require.GreaterOrEqual(t, tm.ModeledNS, int64(220_000), p.Name)
+					require.Zero(t, tm.MeasuredNS, p.Name)
+					require.Zero(t, tm.Reported, p.Name)
+				}
+			}
+			require.Greater(t, timed, 20)
+			require.Contains(t, out, "simulated: no engine time")
 		})
 	}
+}
+
+// timedDevice is the simulator with an engine clock: each executable
+// reports a fixed hardware time after a run, as the ANE device does.
+type timedDevice struct{ shim.Device }
+
+type timedExe struct {
+	shim.Executable
+	ran bool
+}
+
+func (d timedDevice) Compile(p *lower.Program) (shim.Executable, error) {
+	exe, err := d.Device.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	return &timedExe{Executable: exe}, nil
+}
+
+func (x *timedExe) Run(in [][]float32) ([][]float32, error) {
+	x.ran = true
+	return x.Executable.Run(in)
+}
+
+func (x *timedExe) HardwareTime() (time.Duration, bool) { return 123 * time.Microsecond, x.ran }
+
+// TestSelftestReadsTheEngineTime: behind the cache, an executable that
+// reports its engine time has it read after every run and set beside the
+// modeled time, and the table compares the two.
+func TestSelftestReadsTheEngineTime(t *testing.T) {
+	sim, err := shim.Open("sim")
+	require.NoError(t, err)
+	defer sim.Close()
+	dev := shim.NewCache(timedDevice{sim.(interface{ Backend() shim.Device }).Backend()})
+	e := &env{dev: dev, t: dev.Info().Target, family: "ane-m5pro"}
+	p := e.tieRounding()
+	require.Equal(t, verdictModeled, p.Verdict)
+	require.Len(t, e.timings, 1)
+	tm := *e.timings[0]
+	require.Equal(t, "ane-m5pro", tm.Family)
+	require.Equal(t, int64(123_000), tm.MeasuredNS)
+	require.Equal(t, 3, tm.Runs)
+	require.Equal(t, 3, tm.Reported)
+	require.GreaterOrEqual(t, tm.ModeledNS, int64(110_000), "at least M5's floor")
+
+	rep := &selftestReport{Probes: []probe{p}}
+	attachTimings(rep.Probes, e.timings)
+	var b strings.Builder
+	require.NoError(t, printTimings(&b, rep))
+	require.Contains(t, b.String(), "against the engine's own time, 1 of 1 programs")
+	require.Contains(t, b.String(), "123µs")
 }
 
 func TestSelftestUsage(t *testing.T) {
