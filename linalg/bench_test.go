@@ -107,7 +107,7 @@ func benchSolve(b *testing.B, n int) {
 	var st Stats
 	for b.Loop() {
 		// NoCache: every iteration pays for its Newton–Schulz inverse.
-		if _, err := Solve(a, rhs, &Settings{Device: dev, Stats: &st, NoCache: true}); err != nil {
+		if _, err := Solve(a, rhs, &Settings{Device: dev, Stats: &st}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -143,36 +143,12 @@ func benchGonumSolveFactored(b *testing.B, n int) {
 	}
 }
 
-// benchSolveCached times a Solve whose Newton–Schulz inverse is already
-// cached: refinement only.
-func benchSolveCached(b *testing.B, n int) {
-	a := randSVD(b, n, 1e4, uint64(n))
-	rhs := randn(newRNG(3), n, 1).RawMatrix().Data
-	dev := newProgramDevice(b)
-	if _, err := Solve(a, rhs, &Settings{Device: dev}); err != nil {
-		b.Fatal(err)
-	}
-	clear(dev.runs)
-	var st Stats
-	for b.Loop() {
-		if _, err := Solve(a, rhs, &Settings{Device: dev, Stats: &st}); err != nil {
-			b.Fatal(err)
-		}
-		if !st.Cached {
-			b.Fatal("the inverse was not cached")
-		}
-	}
-	reportDevice(b, dev, &st)
-}
-
 func BenchmarkMatMulFP1664(b *testing.B)          { benchMatMul(b, 64, precision.FP16) }
 func BenchmarkMatMulFP16128(b *testing.B)         { benchMatMul(b, 128, precision.FP16) }
 func BenchmarkMatMulCompensated64(b *testing.B)   { benchMatMul(b, 64, precision.Compensated) }
 func BenchmarkMatMulCompensated128(b *testing.B)  { benchMatMul(b, 128, precision.Compensated) }
 func BenchmarkGonumMul64(b *testing.B)            { benchGonumMul(b, 64) }
 func BenchmarkGonumMul128(b *testing.B)           { benchGonumMul(b, 128) }
-func BenchmarkSolveCached256(b *testing.B)        { benchSolveCached(b, 256) }
-func BenchmarkSolveCached512(b *testing.B)        { benchSolveCached(b, 512) }
 func BenchmarkGonumSolveFactored256(b *testing.B) { benchGonumSolveFactored(b, 256) }
 func BenchmarkGonumSolveFactored512(b *testing.B) { benchGonumSolveFactored(b, 512) }
 func BenchmarkGonumSolveFactored1024(b *testing.B) {
@@ -253,7 +229,7 @@ func TestModeledEngineTime(t *testing.T) {
 	clear(d.prog)
 	a := randSVD(t, n0, 1e4, n0)
 	var st Stats
-	_, err = Solve(a, randn(newRNG(3), n0, 1).RawMatrix().Data, &Settings{Device: d, Stats: &st, NoCache: true})
+	_, err = Solve(a, randn(newRNG(3), n0, 1).RawMatrix().Data, &Settings{Device: d, Stats: &st})
 	require.NoError(t, err)
 	var fp16, comp, refine int
 	for h, runs := range d.runs {
@@ -283,3 +259,90 @@ func TestModeledEngineTime(t *testing.T) {
 		t.Logf("| %d | %v / %v | %v / %v | %v / %v | %v / %v |", n, f1, f5, c1, c5, s1, s5, time.Duration(refine)*r1, time.Duration(refine)*r5)
 	}
 }
+
+// benchFactorizeSolve is the end-to-end solve of one RandSVD system (κ₂ =
+// 1e2, where FP16 factors suffice at every n; at κ₂ = 1e4 and n ≥ 1024 the
+// FP16 factors' first refinement step gains too little and the
+// compensated factorization runs instead) of order n, Factorize + Solve on one simulator: the modeled engine
+// time of the dispatches, the modeled compile of the programs (the first
+// iteration compiles them; the cost is counted once over b.N), the
+// measured host time (the simulator's own run time excluded), and their
+// sum with the graph build, per op.
+func benchFactorizeSolve(b *testing.B, n int) {
+	if n > 2048 && testing.Short() {
+		b.Skip("4096 is in the full benchmark only")
+	}
+	a := randSVD(b, n, 1e2, uint64(n))
+	rhs := randn(newRNG(3), n, 1).RawMatrix().Data
+	dev := openDevice(b, "sim")
+	var tot Stats
+	for b.Loop() {
+		var st Stats
+		f, err := Factorize(a, &Settings{Device: dev, Stats: &st})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Solve(rhs); err != nil {
+			b.Fatal(err)
+		}
+		st = f.Stats()
+		f.Close()
+		tot.ModeledTime += st.ModeledTime
+		tot.ModeledCompile += st.ModeledCompile
+		tot.Host += st.Host
+		tot.Build += st.Build
+		tot.Dispatches += st.Dispatches
+		tot.GMRES += st.GMRES
+		tot.Flops += st.Flops
+		tot.HostFlops += st.HostFlops
+		tot.Mode = st.Mode
+	}
+	tot.finish()
+	ops := float64(b.N)
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / ops }
+	b.ReportMetric(ms(tot.ModeledTime), "modeled-engine-ms")
+	b.ReportMetric(ms(tot.ModeledCompile), "modeled-compile-ms")
+	b.ReportMetric(ms(tot.Host), "host-ms")
+	b.ReportMetric(ms(tot.Build), "build-ms")
+	b.ReportMetric(ms(tot.ModeledTotal), "modeled-total-ms")
+	b.ReportMetric(float64(tot.Dispatches)/ops, "dispatches/op")
+	b.ReportMetric(float64(tot.GMRES)/ops, "gmres-its/op")
+	b.ReportMetric(float64(tot.HostFlops)/float64(tot.Flops), "host/device-flops")
+	b.ReportMetric(tot.Host.Seconds()/tot.ModeledTime.Seconds(), "host-share")
+	b.Logf("n = %d: %v factors, %d dispatches, modeled engine %v, compile %v, host %v, build %v, total %v", n, tot.Mode, tot.Dispatches, tot.ModeledTime, tot.ModeledCompile, tot.Host, tot.Build, tot.ModeledTotal)
+}
+
+// benchGonumLUSolve is gonum's LU factorization and solve of the same
+// system, measured: host-ms = modeled-total-ms, the time a user waits.
+func benchGonumLUSolve(b *testing.B, n int) {
+	if n > 2048 && testing.Short() {
+		b.Skip("4096 is in the full benchmark only")
+	}
+	a := randSVD(b, n, 1e2, uint64(n))
+	rhs := mat.NewVecDense(n, randn(newRNG(3), n, 1).RawMatrix().Data)
+	var x mat.VecDense
+	var total time.Duration
+	for b.Loop() {
+		start := time.Now()
+		var lu mat.LU
+		lu.Factorize(a)
+		if err := lu.SolveVecTo(&x, false, rhs); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+	}
+	ms := total.Seconds() * 1e3 / float64(b.N)
+	b.ReportMetric(ms, "host-ms")
+	b.ReportMetric(ms, "modeled-total-ms")
+}
+
+func BenchmarkFactorizeSolve256(b *testing.B)  { benchFactorizeSolve(b, 256) }
+func BenchmarkFactorizeSolve512(b *testing.B)  { benchFactorizeSolve(b, 512) }
+func BenchmarkFactorizeSolve1024(b *testing.B) { benchFactorizeSolve(b, 1024) }
+func BenchmarkFactorizeSolve2048(b *testing.B) { benchFactorizeSolve(b, 2048) }
+func BenchmarkFactorizeSolve4096(b *testing.B) { benchFactorizeSolve(b, 4096) }
+func BenchmarkGonumLUSolve256(b *testing.B)    { benchGonumLUSolve(b, 256) }
+func BenchmarkGonumLUSolve512(b *testing.B)    { benchGonumLUSolve(b, 512) }
+func BenchmarkGonumLUSolve1024(b *testing.B)   { benchGonumLUSolve(b, 1024) }
+func BenchmarkGonumLUSolve2048(b *testing.B)   { benchGonumLUSolve(b, 2048) }
+func BenchmarkGonumLUSolve4096(b *testing.B)   { benchGonumLUSolve(b, 4096) }

@@ -27,14 +27,14 @@ func TestSolveCompiles(t *testing.T) {
 				cache := dev.(*shim.Cache)
 				b := randn(newRNG(3), n, 1).RawMatrix().Data
 				var st Stats
-				_, err := Solve(randSVD(t, n, kappa, 11), b, &Settings{Device: dev, Stats: &st, NoCache: true})
+				_, err := Solve(randSVD(t, n, kappa, 11), b, &Settings{Device: dev, Stats: &st})
 				require.NoError(t, err)
 				first := cache.Stats().Compiles
 				t.Logf("n = %d, κ = %g: %d compiles (probe included), %d dispatches, %d Newton–Schulz steps, mode %v, modeled compile %v", n, kappa, first, st.Dispatches, st.NewtonSchulz, st.Mode, st.ModeledCompile)
 				require.LessOrEqual(t, first, 4+1, "programs per solve, whatever κ")
 				require.Equal(t, first-1, st.Programs, "the stats count this call's compiles, not the probe")
 
-				_, err = Solve(randSVD(t, n, kappa, 12), b, &Settings{Device: dev, Stats: &st, NoCache: true})
+				_, err = Solve(randSVD(t, n, kappa, 12), b, &Settings{Device: dev, Stats: &st})
 				require.NoError(t, err)
 				require.Equal(t, first, cache.Stats().Compiles, "a second matrix of the same size compiles nothing")
 				require.Zero(t, st.Programs)
@@ -59,7 +59,7 @@ func TestManySolvesOneBudget(t *testing.T) {
 	b := randn(rng, n, 1).RawMatrix().Data
 	for i := range count {
 		a := randSVD(t, n, 1e3, uint64(100+i))
-		_, err := Solve(a, b, &Settings{Device: dev, NoCache: true})
+		_, err := Solve(a, b, &Settings{Device: dev})
 		require.NoError(t, err, "solve %d", i)
 	}
 	st := cache.Stats()

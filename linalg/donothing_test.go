@@ -21,16 +21,16 @@ func TestDoNothingDevice(t *testing.T) {
 	real := openDevice(t, "sim")
 
 	var st Stats
-	_, err := Solve(a, b, &Settings{Device: real, Stats: &st, NoCache: true})
+	_, err := Solve(a, b, &Settings{Device: real, Stats: &st})
 	require.NoError(t, err)
 	idle := shimtest.DoNothing(openDevice(t, "sim"), 1)
-	_, err = Solve(a, b, &Settings{Device: idle, NoCache: true, MaxDispatches: 2*st.Dispatches - 1})
+	_, err = Solve(a, b, &Settings{Device: idle, MaxDispatches: 2*st.Dispatches - 1})
 	t.Logf("Solve: real device %d dispatches; do-nothing device: %v", st.Dispatches, err)
 	require.Error(t, err)
 
-	_, err = Inverse(a, &Settings{Device: real, Stats: &st, NoCache: true})
+	_, err = Inverse(a, &Settings{Device: real, Stats: &st})
 	require.NoError(t, err)
-	_, err = Inverse(a, &Settings{Device: idle, NoCache: true, MaxDispatches: 2*st.Dispatches - 1})
+	_, err = Inverse(a, &Settings{Device: idle, MaxDispatches: 2*st.Dispatches - 1})
 	t.Logf("Inverse: real device %d dispatches; do-nothing device: %v", st.Dispatches, err)
 	require.Error(t, err)
 

@@ -94,7 +94,7 @@ func newtonSchulz(fn string, cfg *config, b *mat.Dense, mode precision.Mode) (*n
 }
 
 // equilibrated is a square matrix scaled by powers of two, B = D_r·A·D_c
-// (precision.Equilibrate), with ‖A‖∞.
+// (equilibrateIter), with ‖A‖∞.
 type equilibrated struct {
 	a       mat.Matrix
 	b       *mat.Dense
@@ -105,69 +105,21 @@ type equilibrated struct {
 // equilibrate checks that a is square and finite, scales it and rejects a
 // zero row or column (exactly singular).
 func equilibrate(fn string, a mat.Matrix) (*equilibrated, error) {
-	m, n, err := checkMatrix(fn, "a", a)
+	n, b, r, c, err := equilibrateIter(fn, a)
 	if err != nil {
 		return nil, err
 	}
-	if m != n {
-		return nil, fmt.Errorf("linalg: %s: a is %d×%d; it must be square: %w", fn, m, n, ErrShape)
-	}
-	r, c, err := precision.Equilibrate(a)
-	if err != nil {
-		return nil, wrapDevice(fn, err)
-	}
-	b := mat.NewDense(n, n, nil)
-	rowMax := make([]float64, n)
-	colMax := make([]float64, n)
-	for i := range n {
-		for j := range n {
-			v := r[i] * a.At(i, j) * c[j]
-			b.Set(i, j, v)
-			rowMax[i] = math.Max(rowMax[i], math.Abs(v))
-			colMax[j] = math.Max(colMax[j], math.Abs(v))
-		}
-	}
-	for i := range n {
-		if rowMax[i] == 0 {
-			return nil, fmt.Errorf("linalg: %s: row %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
-		}
-		if colMax[i] == 0 {
-			return nil, fmt.Errorf("linalg: %s: column %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
-		}
-	}
-	return &equilibrated{a: a, b: b, r: r, c: c, normInf: mat.Norm(a, math.Inf(1))}, nil
+	return &equilibrated{a: a, b: mat.NewDense(n, n, b), r: r, c: c, normInf: mat.Norm(a, math.Inf(1))}, nil
 }
 
-// inverse runs Newton–Schulz on e.b in the modes the setting asks for
-// (FP16 first, then Compensated, by default) and returns the best result,
-// or the cached one (see the inverse cache).
-func (e *equilibrated) inverse(fn string, cfg *config) (*nsResult, error) {
-	hostStart := time.Now()
-	key, hash, cacheable := cacheKey(cfg, e.a)
-	var hit *nsResult
-	if cacheable {
-		hit = cachedInverse(key, hash)
-	}
-	cfg.stats.Host += time.Since(hostStart)
-	if hit != nil {
-		cfg.stats.Cached = true
-		return hit, nil
-	}
-	r, err := e.newInverse(fn, cfg)
-	if err == nil && cacheable && r.ok() {
-		storeInverse(key, hash, r)
-	}
-	return r, err
-}
-
-// usableInverse is inverse for a caller that needs a usable inverse: it
-// fills in the default Tol, records the mode in the stats, and turns a
-// run that found none into nsFailure's error.
+// usableInverse runs Newton–Schulz on e.b in the modes the setting asks
+// for (FP16 first, then Compensated, by default), records the mode, and
+// turns a run that found no usable inverse into nsFailure's error.
 func (e *equilibrated) usableInverse(fn string, cfg *config) (*nsResult, error) {
 	if cfg.tol == 0 {
 		cfg.tol = DefaultTol
 	}
-	ns, err := e.inverse(fn, cfg)
+	ns, err := e.newInverse(fn, cfg)
 	if ns != nil {
 		cfg.stats.Mode = ns.mode
 	}

@@ -66,12 +66,9 @@ type Settings struct {
 	MaxDispatches int
 	// Stats, if not nil, receives what the call did.
 	Stats *Stats
-	// NoCache turns off the reuse of device inverses: Solve, SolveMany and
-	// Inverse keep the last few Newton–Schulz inverses, keyed by the
-	// *mat.Dense pointer, a hash of its contents, the device and
-	// Precision, so a second solve with the same matrix skips the
-	// iteration (see Solve).
-	NoCache bool
+	// Block is the panel width of Factorize (and of Solve and SolveMany);
+	// zero chooses it from n (see Factorize).
+	Block int
 }
 
 // Stats reports the work of one call.
@@ -86,19 +83,25 @@ type Stats struct {
 	Flops int64
 	// Mode is the device arithmetic the result came from.
 	Mode precision.Mode
-	// NewtonSchulz counts Newton–Schulz steps (two products each),
-	// Refinements the host refinement steps (Norm2: its iterations).
-	NewtonSchulz, Refinements int
+	// NewtonSchulz counts Inverse's Newton–Schulz steps (two products
+	// each). Refinements counts refinement steps: GMRES-IR steps (Solve,
+	// SolveMany, Factorization), Inverse's corrections, Norm2's iterations.
+	// GMRES counts the GMRES iterations inside them.
+	NewtonSchulz, Refinements, GMRES int
+	// Block is the factorization's panel width; Rescales counts the
+	// power-of-two rescalings of the device-resident matrix.
+	Block, Rescales int
+	// HostFlops counts the host's float64 flops (panels, triangular solves,
+	// residuals, GMRES, scaling): work the host does besides moving data.
+	HostFlops int64
 	// History: Solve and SolveMany, the largest backward error over the
 	// columns before every refinement step; Inverse, ‖I − A·X‖∞ of every
 	// iterate; Norm2, the Ritz value of every iteration.
 	History []float64
-	// Cond estimates κ∞(A) = ‖A‖∞·‖A⁻¹‖∞ from the device inverse (Solve,
-	// SolveMany, Inverse).
+	// Cond estimates κ₁(A) = ‖A‖₁·‖A⁻¹‖₁ from the factors (Solve,
+	// SolveMany; see Factorization.Cond), κ∞(A) from the inverse
+	// (Inverse).
 	Cond float64
-	// Cached reports that the Newton–Schulz inverse came from the cache
-	// (NewtonSchulz is then 0).
-	Cached bool
 	// Narrow reports a device whose matmul rounds partial sums to fp16
 	// (measured once per device); compensated products then use 10 limbs
 	// of 3-bit digits.
@@ -128,7 +131,7 @@ type config struct {
 	stats   *Stats
 	maxSpat int
 	wide    bool // the device accumulates matmuls in float32
-	noCache bool
+	block   int
 }
 
 // resolve checks s and fills in the defaults; fn names the caller.
@@ -137,7 +140,7 @@ func resolve(fn string, s *Settings) (*config, error) {
 	if s != nil {
 		in = *s
 	}
-	c := &config{dev: in.Device, mode: in.Precision, tol: in.Tol, budget: in.MaxDispatches, stats: in.Stats, noCache: in.NoCache}
+	c := &config{dev: in.Device, mode: in.Precision, tol: in.Tol, budget: in.MaxDispatches, stats: in.Stats, block: in.Block}
 	if c.stats == nil {
 		c.stats = &Stats{}
 	} else {
@@ -148,6 +151,8 @@ func resolve(fn string, s *Settings) (*config, error) {
 		return nil, fmt.Errorf("linalg: %s: unknown precision %v (want FP16, Compensated or Float64): %w", fn, c.mode, ErrInvalid)
 	case c.tol < 0 || math.IsNaN(c.tol) || math.IsInf(c.tol, 0):
 		return nil, fmt.Errorf("linalg: %s: Tol = %v, want a finite value ≥ 0 (0 means the default): %w", fn, c.tol, ErrInvalid)
+	case in.Block < 0:
+		return nil, fmt.Errorf("linalg: %s: Block = %d, want ≥ 0 (0 chooses it from n): %w", fn, in.Block, ErrInvalid)
 	case c.budget < 0:
 		return nil, fmt.Errorf("linalg: %s: MaxDispatches = %d, want ≥ 0 (0 means %d): %w", fn, c.budget, DefaultMaxDispatches, ErrInvalid)
 	}
@@ -203,6 +208,11 @@ func (c *config) fp16Err(k int) float64 {
 		return 0x1p-11
 	}
 	return 0x1p-11 * (1 + math.Sqrt(float64(k)/2))
+}
+
+// wrapBudget is the error of a call that reached MaxDispatches.
+func wrapBudget(fn string, c *config) error {
+	return fmt.Errorf("linalg: %s: MaxDispatches = %d reached; raise it (0 means %d): %w", fn, c.budget, DefaultMaxDispatches, ErrNotConverged)
 }
 
 // wrapDevice maps errors of precision and the device to this package's

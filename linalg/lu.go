@@ -1,0 +1,673 @@
+package linalg
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/precision"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Factorization is P·B = L·U for the equilibrated B = D_r·A·D_c of a
+// square matrix A (see Factorize), held on the host in float64: L unit
+// lower triangular, U upper triangular, P a row permutation. The factors
+// are those of an fp16 (or compensated) factorization, so they are a
+// preconditioner, not a solver: Solve and SolveMany refine with them in
+// float64 (GMRES-IR). A Factorization is safe for concurrent use; Close
+// releases nothing the garbage collector would not, and makes every later
+// call fail.
+type Factorization struct {
+	mu     sync.Mutex
+	cfg    *config
+	n      int
+	a      mat.Matrix // the caller's A, for nothing but error messages
+	b      []float64  // B = D_r·A·D_c, row-major, float64
+	r, c   []float64  // the power-of-two scalings
+	normA  float64    // ‖A‖∞
+	normB  float64    // ‖B‖∞
+	norm1A float64    // ‖A‖₁
+	lu     []float64  // L (strictly lower, unit diagonal implied) and U, row-major
+	perm   []int      // row i of P·B is row perm[i] of B
+	mode   precision.Mode
+	eps    float64 // the factors' relative accuracy, about: 2⁻¹¹ (FP16), 4e-8 (Compensated)
+	cond   float64 // κ₁(A) estimate, 0 until computed
+	stats  Stats
+	closed bool
+	// upgraded: the FP16 factors were replaced by compensated ones (once).
+	upgraded bool
+}
+
+// Factorize computes an LU factorization with partial pivoting of the
+// square matrix a, the O(n³) work on the device:
+//
+//  1. A is equilibrated by powers of two, B = D_r·A·D_c (iterated row and
+//     column scaling, see equilibrateIter), exactly.
+//  2. Right-looking blocked LU with partial pivoting in panels of b
+//     columns (b from 16 to 256 with n, Settings.Block overrides). The
+//     host factors each n×b panel in float64 (LAPACK's dgetrf, O(n·b²))
+//     and forms the multipliers; the device updates the trailing matrix,
+//     A₂₂ −= L₂₁·U₁₂, in one program compiled once per (n, b). By
+//     default (and with Precision FP16) the whole n×n matrix stays
+//     resident on the device in fp16 for the whole factorization; with
+//     Precision Compensated (or Float64) it stays on the host in float64
+//     and the device computes each L₂₁·U₁₂ as a compensated product.
+//  3. With the default Precision, if the FP16 factors' condition estimate
+//     (Cond) says they cannot precondition (κ₁·2⁻¹¹ > fp16CondLimit), or
+//     the FP16 elimination meets an exactly zero pivot, the matrix is
+//     factored again with compensated products.
+//
+// Rows are never moved on the device: the pivot rows of each step are
+// gathered by a product (W·A with W = L₁₁⁻¹·S, S selecting the pivot
+// rows), which also gives U₁₂; the rows already eliminated get zero
+// multipliers. One dispatch per panel after the first.
+//
+// Errors: ErrShape (nil, empty, not square), ErrRange (NaN, ±Inf),
+// ErrSingular (a zero row or column, or an exactly zero pivot in float64),
+// and the device's errors.
+func Factorize(a mat.Matrix, s *Settings) (*Factorization, error) {
+	const fn = "Factorize"
+	cfg, err := resolve(fn, s)
+	if err != nil {
+		return nil, err
+	}
+	user := cfg.stats
+	f, err := factorize(fn, cfg, a)
+	if f == nil {
+		cfg.stats.finish()
+		return nil, err
+	}
+	f.stats = *cfg.stats
+	f.cfg.stats = &f.stats
+	*user = f.Stats()
+	return f, nil
+}
+
+func factorize(fn string, cfg *config, a mat.Matrix) (*Factorization, error) {
+	if cfg.tol == 0 {
+		cfg.tol = DefaultTol
+	}
+	start := time.Now()
+	n, b, r, c, err := equilibrateIter(fn, a)
+	if err != nil {
+		return nil, err
+	}
+	f := &Factorization{cfg: cfg, n: n, a: a, b: b, r: r, c: c}
+	f.normA, f.norm1A = mat.Norm(a, math.Inf(1)), mat.Norm(a, 1)
+	f.normB = mat.Norm(mat.NewDense(n, n, b), math.Inf(1))
+	cfg.stats.HostFlops += int64(6 * n * n)
+	cfg.stats.Host += time.Since(start)
+	mode := cfg.mode
+	if mode == 0 {
+		mode = precision.FP16
+	}
+	if mode == precision.FP16 {
+		err = f.factorFP16(fn)
+		if err == errZeroPivot && cfg.mode == 0 {
+			mode, err = precision.Compensated, nil
+		} else if err == errZeroPivot {
+			return nil, fmt.Errorf("linalg: %s: the FP16 elimination met an exactly zero pivot: the matrix is singular, or too ill-conditioned for FP16 updates; use the default Precision or Compensated: %w", fn, ErrSingular)
+		} else if err != nil {
+			return nil, err
+		}
+		if err == nil && mode == precision.FP16 && cfg.mode == 0 {
+			if f.Cond()*0x1p-11 > fp16CondLimit {
+				mode = precision.Compensated
+				f.upgraded = true
+			}
+		}
+	}
+	if mode != precision.FP16 {
+		if err := f.factorHost(fn, mode); err != nil {
+			return nil, err
+		}
+		f.cond = 0
+		f.condLocked()
+	}
+	cfg.stats.Mode = f.mode
+	return f, nil
+}
+
+// fp16CondLimit: the FP16 factors are kept while κ₁(A)·2⁻¹¹ (the FP16
+// factors' condition estimate times fp16's unit roundoff) is at most this.
+// Beyond it GMRES-IR could not converge in few iterations (its
+// preconditioned matrix has condition number of order (1 + κ·2⁻¹¹)²,
+// Carson and Higham 2017, §3), and the compensated factors are computed
+// at once. Between the two, the first refinement step decides (see
+// fp16StepGain): κ₁ exceeds κ₂ by up to a factor n, so the estimate alone
+// would reject FP16 factors that work.
+const fp16CondLimit = 4096
+
+var errZeroPivot = fmt.Errorf("zero pivot")
+
+// blockSize is the panel width for n: more columns mean fewer dispatches
+// (each reads the whole resident matrix) and more host work in the panels
+// (O(n²·b) in all).
+func blockSize(n, override int) int {
+	if override > 0 {
+		return min(override, n)
+	}
+	switch {
+	case n >= 2048:
+		return 256
+	case n >= 512:
+		return 128
+	case n >= 128:
+		return 64
+	case n >= 32:
+		return 16
+	}
+	return max(1, (n+1)/2)
+}
+
+// panelLU factors the m×bw panel (row-major in p, rows act) with partial
+// pivoting (LAPACK's dgetrf) and returns the rows in pivot order: rows[:bw]
+// are the pivot rows, rows[bw:] the rest, p permuted likewise. ok is false
+// when a pivot is exactly zero.
+func panelLU(p []float64, m, bw int, act []int, st *Stats) (rows []int, ok bool) {
+	ipiv := make([]int, bw)
+	ok = lapack64.Getrf(blas64.General{Rows: m, Cols: bw, Stride: bw, Data: p}, ipiv)
+	st.HostFlops += int64(2*m*bw*bw - 2*bw*bw*bw/3)
+	rows = append([]int(nil), act...)
+	for i, q := range ipiv {
+		rows[i], rows[q] = rows[q], rows[i]
+	}
+	return rows, ok
+}
+
+// unitLowerInverse returns L₁₁⁻¹ for the unit lower triangle of the bw×bw
+// top of p (row stride bw).
+func unitLowerInverse(p []float64, bw int) []float64 {
+	inv := make([]float64, bw*bw)
+	for i := range bw {
+		inv[i*bw+i] = 1
+	}
+	// Rows of L⁻¹ by forward substitution: inv[i] = e_i − Σ_{s<i} l_is·inv[s].
+	for i := 1; i < bw; i++ {
+		row := inv[i*bw : i*bw+i]
+		for s := range i {
+			l := p[i*bw+s]
+			if l == 0 {
+				continue
+			}
+			for t := 0; t <= s; t++ {
+				row[t] -= l * inv[s*bw+t]
+			}
+		}
+	}
+	return inv
+}
+
+// outBound is 2¹⁴ shrunk by the worst rounding growth of a product with
+// contraction length k: fp16 rounding of both operands and the output,
+// and, on an fp16 accumulator, of every partial sum ((1 + 2⁻¹⁰)^(k+4)
+// covers both; with a float32 accumulator the sum's own error is below
+// k·2⁻²⁴, far less).
+func outBound(k int) float64 { return 0x1p14 / math.Pow(1+0x1p-10, float64(k+4)) }
+
+// factorFP16 is the device-resident factorization (see Factorize): the
+// n×n matrix lives in the program's input surface, scaled by 2^σ, and
+// every dispatch computes, with operands the host writes each step,
+//
+//	U  = W·A             (W = L₁₁⁻¹·S: the pivot rows, solved by L₁₁)
+//	A' = A − L₂₁·U       (L₂₁ zero on the rows already eliminated)
+//	P  = (A'·C)ᵀ         (C selects the next panel's columns)
+//	m  = max|A'|
+//
+// and A' becomes the next dispatch's A (Session.Carry). The host reads U
+// (b×n), P (b×n) and m: O(n·b) a step, O(n²) in all.
+//
+// Range, by construction: before each dispatch the host bounds every
+// product output by m·g, g = max(1 + max_i Σ_t |l_it|·w_t, max_t w_t) with
+// w_t = Σ_s |W_ts| (the device's A' and U satisfy |U| ≤ max_t w_t·m and
+// |A'| ≤ m + max_i Σ_t |l_it|·|U_t|), and keeps m·g ≤ outBound(b) < 2¹⁴ by
+// rescaling the resident matrix by a power of two (a host read and write
+// of it, exact, rare); when m·g falls below 2⁻⁶ of the bound it scales up,
+// which keeps the shrinking Schur complements of ill-conditioned matrices
+// out of fp16's subnormal range.
+func (f *Factorization) factorFP16(fn string) error {
+	cfg, n := f.cfg, f.n
+	b := blockSize(n, cfg.block)
+	st := cfg.stats
+	st.Block = b
+	var prog *luProgram
+	if n > b {
+		var err error
+		if prog, err = newLUProgram(fn, cfg, n, b); err != nil {
+			return err
+		}
+		defer prog.close()
+	}
+	hostStart := time.Now()
+	deviceTime := time.Duration(0)
+	defer func() { st.Host += time.Since(hostStart) - deviceTime }()
+
+	lbuf := make([]float64, n*n) // multipliers, by original row
+	ubuf := make([]float64, n*n) // U, by pivot position
+	f.perm = make([]int, 0, n)
+	act := make([]int, n)
+	for i := range act {
+		act[i] = i
+	}
+	// The first panel comes from B itself.
+	bw := min(b, n)
+	panel := make([]float64, n*bw) // row i of the panel: B[act[i]][c:c+bw]
+	for i := range n {
+		copy(panel[i*bw:(i+1)*bw], f.b[i*n:i*n+bw])
+	}
+	sigma := 0 // the device holds 2^sigma·A
+	mx := 0.0  // max |resident entry|, in device units
+	written := false
+	var ops, uOut, pOut []float64
+	if prog != nil {
+		ops = make([]float64, 3*b*n)
+		uOut = make([]float64, b*n)
+		pOut = make([]float64, b*n)
+	}
+	for c := 0; c < n; c += b {
+		bw = min(b, n-c)
+		m := len(act)
+		rows, ok := panelLU(panel[:m*bw], m, bw, act, st)
+		if !ok {
+			return errZeroPivot
+		}
+		// Record the pivot rows: L₁₁ and U₁₁.
+		for t := range bw {
+			f.perm = append(f.perm, rows[t])
+			pr := panel[t*bw : (t+1)*bw]
+			copy(lbuf[rows[t]*n+c:rows[t]*n+c+t], pr[:t])
+			copy(ubuf[(c+t)*n+c+t:(c+t)*n+c+bw], pr[t:])
+		}
+		// Multipliers of the other rows, rounded to fp16 as the device
+		// will use them.
+		for i := bw; i < m; i++ {
+			row := panel[i*bw : (i+1)*bw]
+			dst := lbuf[rows[i]*n+c : rows[i]*n+c+bw]
+			for t, v := range row {
+				dst[t] = fp16.Round64(v)
+			}
+		}
+		st.HostFlops += int64((m - bw) * bw)
+		act = rows[bw:]
+		if c+bw >= n {
+			break
+		}
+		// W = L₁₁⁻¹·S, and the bound g of the outputs relative to m.
+		inv := unitLowerInverse(panel[:bw*bw], bw)
+		st.HostFlops += int64(bw * bw * bw / 3)
+		clear(ops)
+		wsum := make([]float64, bw)
+		wmax := 0.0
+		for t := range bw {
+			for s := 0; s <= t; s++ {
+				v := fp16.Round64(inv[t*bw+s])
+				ops[t*n+rows[s]] = v
+				wsum[t] += math.Abs(v)
+			}
+			wmax = math.Max(wmax, wsum[t])
+		}
+		lsum := 0.0
+		for _, r := range act {
+			l := lbuf[r*n+c : r*n+c+bw]
+			s := 0.0
+			for t, v := range l {
+				ops[(b+t)*n+r] = v
+				s += math.Abs(v) * wsum[t]
+			}
+			lsum = math.Max(lsum, s)
+		}
+		nbw := min(b, n-c-bw)
+		for t := range nbw {
+			ops[(2*b+t)*n+c+bw+t] = 1
+		}
+		g := math.Max(1+lsum, wmax)
+		bound := outBound(b)
+		if !(g <= 0x1p24) {
+			return fmt.Errorf("linalg: %s: the panel at column %d has multipliers whose products could reach %.3g times the matrix's largest entry, beyond what fp16 can scale (pivot growth); use Precision Compensated: %w", fn, c, g, ErrRange)
+		}
+		// Scale: the largest σ' with max|2^σ'·A|·g ≤ bound.
+		if !written {
+			mx0 := 0.0
+			for _, v := range f.b {
+				mx0 = math.Max(mx0, math.Abs(v))
+			}
+			_, e := math.Frexp(bound / (g * mx0)) // bound/(g·mx0) ∈ [2^(e−1), 2^e)
+			sigma = e - 2                         // one bit below the largest
+			if err := prog.ses.Write64("a", f.b, sigma); err != nil {
+				return wrapDevice(fn, err)
+			}
+			mx = math.Ldexp(mx0, sigma)
+			written = true
+		} else if mx*g > bound || (mx > 0 && mx*g < bound*0x1p-6) {
+			_, e := math.Frexp(bound / (g * mx))
+			if err := prog.rescale(fn, e-2); err != nil {
+				return err
+			}
+			sigma += e - 2
+			mx = math.Ldexp(mx, e-2)
+			st.Rescales++
+		}
+		if err := prog.ses.Write64("ops", ops, 0); err != nil {
+			return wrapDevice(fn, err)
+		}
+		d, err := prog.run(fn)
+		deviceTime += d
+		if err != nil {
+			return err
+		}
+		if err := prog.ses.Read64("u", uOut, -sigma); err != nil {
+			return wrapDevice(fn, err)
+		}
+		if err := prog.ses.Read64("p", pOut, -sigma); err != nil {
+			return wrapDevice(fn, err)
+		}
+		mxv := []float64{0}
+		if err := prog.ses.Read64("mx", mxv, 0); err != nil {
+			return wrapDevice(fn, err)
+		}
+		mx = mxv[0]
+		for t := range bw {
+			copy(ubuf[(c+t)*n+c+bw:(c+t+1)*n], uOut[t*n+c+bw:(t+1)*n])
+		}
+		// The next panel, rows act.
+		for i, r := range act {
+			for t := range nbw {
+				panel[i*nbw+t] = pOut[t*n+r]
+			}
+		}
+	}
+	f.assemble(lbuf, ubuf)
+	f.mode = precision.FP16
+	f.eps = 0x1p-11
+	return nil
+}
+
+// assemble forms the packed factors of P·B from the multipliers (by
+// original row) and U (by pivot position).
+func (f *Factorization) assemble(lbuf, ubuf []float64) {
+	n := f.n
+	f.lu = make([]float64, n*n)
+	for i := range n {
+		row := f.lu[i*n : (i+1)*n]
+		copy(row[:i], lbuf[f.perm[i]*n:f.perm[i]*n+i])
+		copy(row[i:], ubuf[i*n+i:(i+1)*n])
+	}
+}
+
+// factorHost is the compensated factorization: the trailing matrix stays
+// on the host in float64, the host factors the panels and solves for U₁₂
+// (O(n²·b) in all), and the device computes every L₂₁·U₁₂ (n×b times
+// b×n, zero-padded to one shape) in mode; the host subtracts it. The
+// products' relative error (about 4e-8 for 5 compensated limbs) bounds the
+// factors' accuracy.
+func (f *Factorization) factorHost(fn string, mode precision.Mode) error {
+	cfg, n := f.cfg, f.n
+	b := blockSize(n, cfg.block)
+	st := cfg.stats
+	st.Block = b
+	var pl *plan
+	if n > b {
+		var err error
+		if pl, err = newShapePlan(fn, cfg, n, b, n, mode); err != nil {
+			return err
+		}
+		defer pl.close()
+	}
+	t := append([]float64(nil), f.b...) // the trailing matrix, by original row
+	lbuf := make([]float64, n*n)
+	ubuf := make([]float64, n*n)
+	f.perm = f.perm[:0]
+	act := make([]int, n)
+	for i := range act {
+		act[i] = i
+	}
+	lm := mat.NewDense(n, b, nil)
+	um := mat.NewDense(b, n, nil)
+	var d mat.Dense
+	hostStart := time.Now()
+	hostPaused := time.Duration(0)
+	defer func() { st.Host += time.Since(hostStart) - hostPaused }()
+	for c := 0; c < n; c += b {
+		bw := min(b, n-c)
+		m := len(act)
+		panel := make([]float64, m*bw)
+		for i, r := range act {
+			copy(panel[i*bw:(i+1)*bw], t[r*n+c:r*n+c+bw])
+		}
+		rows, ok := panelLU(panel, m, bw, act, st)
+		if !ok {
+			return fmt.Errorf("linalg: %s: elimination with partial pivoting met an exactly zero pivot at column %d (in float64 arithmetic on the compensated trailing matrix): a is singular: %w", fn, c, ErrSingular)
+		}
+		for s := range bw {
+			f.perm = append(f.perm, rows[s])
+			pr := panel[s*bw : (s+1)*bw]
+			copy(lbuf[rows[s]*n+c:rows[s]*n+c+s], pr[:s])
+			copy(ubuf[(c+s)*n+c+s:(c+s)*n+c+bw], pr[s:])
+		}
+		for i := bw; i < m; i++ {
+			copy(lbuf[rows[i]*n+c:rows[i]*n+c+bw], panel[i*bw:(i+1)*bw])
+		}
+		act = rows[bw:]
+		if c+bw >= n {
+			break
+		}
+		// U₁₂ = L₁₁⁻¹·A₁₂ on the host (bw² per column).
+		w := n - c - bw
+		u12 := make([]float64, bw*w)
+		for s := range bw {
+			copy(u12[s*w:(s+1)*w], t[rows[s]*n+c+bw:(rows[s]+1)*n])
+		}
+		blas64.Trsm(blas.Left, blas.NoTrans, 1,
+			blas64.Triangular{Uplo: blas.Lower, Diag: blas.Unit, N: bw, Stride: bw, Data: panel[:bw*bw]},
+			blas64.General{Rows: bw, Cols: w, Stride: w, Data: u12})
+		st.HostFlops += int64(bw * bw * w)
+		for s := range bw {
+			copy(ubuf[(c+s)*n+c+bw:(c+s+1)*n], u12[s*w:(s+1)*w])
+		}
+		// The device: L₂₁·U₁₂, zero-padded to n×b·b×n.
+		lraw, uraw := lm.RawMatrix(), um.RawMatrix()
+		clear(lraw.Data)
+		clear(uraw.Data)
+		for _, r := range act {
+			copy(lraw.Data[r*lraw.Stride:r*lraw.Stride+bw], lbuf[r*n+c:r*n+c+bw])
+		}
+		for s := range bw {
+			copy(uraw.Data[s*uraw.Stride+c+bw:(s+1)*uraw.Stride], u12[s*w:(s+1)*w])
+		}
+		// plan accounts its own host and device time.
+		paused := time.Now()
+		err := pl.setA(fn, lm)
+		if err == nil {
+			err = pl.apply(fn, &d, um)
+		}
+		hostPaused += time.Since(paused)
+		if err != nil {
+			return err
+		}
+		draw := d.RawMatrix()
+		for _, r := range act {
+			tr := t[r*n+c+bw : (r+1)*n]
+			dr := draw.Data[r*draw.Stride+c+bw : r*draw.Stride+n]
+			for j := range tr {
+				tr[j] -= dr[j]
+			}
+		}
+		st.HostFlops += int64(len(act) * w)
+	}
+	f.assemble(lbuf, ubuf)
+	f.mode = mode
+	switch {
+	case mode == precision.Float64:
+		f.eps = 0x1p-50
+	case cfg.wide:
+		f.eps = 40 * 0x1p-30
+	default:
+		f.eps = 40 * 0x1p-30
+	}
+	return nil
+}
+
+// applyInv overwrites v (length n, in B's scaling) by (P·B)⁻¹-applied:
+// v ← U⁻¹·L⁻¹·P·v, with the float64 factors.
+func (f *Factorization) applyInv(v, tmp []float64) {
+	n := f.n
+	for i, p := range f.perm {
+		tmp[i] = v[p]
+	}
+	blas64.Trsv(blas.NoTrans, blas64.Triangular{Uplo: blas.Lower, Diag: blas.Unit, N: n, Stride: n, Data: f.lu}, blas64.Vector{N: n, Inc: 1, Data: tmp})
+	blas64.Trsv(blas.NoTrans, blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: n, Stride: n, Data: f.lu}, blas64.Vector{N: n, Inc: 1, Data: tmp})
+	copy(v, tmp)
+	f.cfg.stats.HostFlops += int64(2 * n * n)
+}
+
+// applyInvT overwrites v by (P·B)⁻ᵀ-applied: v ← Pᵀ·L⁻ᵀ·U⁻ᵀ·v.
+func (f *Factorization) applyInvT(v, tmp []float64) {
+	n := f.n
+	copy(tmp, v)
+	blas64.Trsv(blas.Trans, blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: n, Stride: n, Data: f.lu}, blas64.Vector{N: n, Inc: 1, Data: tmp})
+	blas64.Trsv(blas.Trans, blas64.Triangular{Uplo: blas.Lower, Diag: blas.Unit, N: n, Stride: n, Data: f.lu}, blas64.Vector{N: n, Inc: 1, Data: tmp})
+	for i, p := range f.perm {
+		v[p] = tmp[i]
+	}
+	f.cfg.stats.HostFlops += int64(2 * n * n)
+}
+
+// equilibrateIter checks that a is square and finite and scales it by
+// powers of two, B = D_r·A·D_c: precision.Equilibrate (Higham, Pranesh
+// and Zounon 2019, Alg. 2.1), then up to equilIters sweeps of Ruiz's
+// iteration (Ruiz 2001, the iterated form the same paper discusses):
+// every row and then every column divided by the power of two nearest the
+// square root of its largest entry, until every row and column maximum
+// lies in (½, 2]; then Alg. 2.1 again, so that every |b_ij| ≤ 1. For
+// A = D₁·G·D₂ with any diagonal D₁, D₂ this recovers G up to powers of
+// two within a few sweeps, which the single pass of Alg. 2.1 does not
+// when both sides are scaled. A zero row or column is ErrSingular.
+func equilibrateIter(fn string, a mat.Matrix) (n int, b, r, c []float64, err error) {
+	m, n, err := checkMatrix(fn, "a", a)
+	if err != nil {
+		return 0, nil, nil, nil, err
+	}
+	if m != n {
+		return 0, nil, nil, nil, fmt.Errorf("linalg: %s: a is %d×%d; it must be square: %w", fn, m, n, ErrShape)
+	}
+	b = make([]float64, n*n)
+	if d, ok := a.(*mat.Dense); ok {
+		raw := d.RawMatrix()
+		for i := range n {
+			copy(b[i*n:(i+1)*n], raw.Data[i*raw.Stride:i*raw.Stride+n])
+		}
+	} else {
+		for i := range n {
+			for j := range n {
+				b[i*n+j] = a.At(i, j)
+			}
+		}
+	}
+	r = make([]float64, n)
+	c = make([]float64, n)
+	for i := range n {
+		r[i], c[i] = 1, 1
+	}
+	rowMax := make([]float64, n)
+	colMax := make([]float64, n)
+	maxima := func() {
+		clear(rowMax)
+		clear(colMax)
+		for i := range n {
+			for j, v := range b[i*n : (i+1)*n] {
+				v = math.Abs(v)
+				rowMax[i] = math.Max(rowMax[i], v)
+				colMax[j] = math.Max(colMax[j], v)
+			}
+		}
+	}
+	scale := func(rs, cs []float64) {
+		for i := range n {
+			row := b[i*n : (i+1)*n]
+			for j := range row {
+				row[j] = rs[i] * row[j] * cs[j]
+			}
+			r[i] *= rs[i]
+		}
+		for j := range n {
+			c[j] *= cs[j]
+		}
+	}
+	maxima()
+	for i := range n {
+		if rowMax[i] == 0 {
+			return 0, nil, nil, nil, fmt.Errorf("linalg: %s: row %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
+		}
+		if colMax[i] == 0 {
+			return 0, nil, nil, nil, fmt.Errorf("linalg: %s: column %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
+		}
+	}
+	ones := make([]float64, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	rs := make([]float64, n)
+	for range equilIters {
+		done := true
+		for i := range n {
+			rs[i] = sqrtPow2(rowMax[i])
+			if rowMax[i] <= 0.5 || rowMax[i] > 2 {
+				done = false
+			}
+		}
+		for j := range n {
+			if colMax[j] <= 0.5 || colMax[j] > 2 {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		scale(rs, ones)
+		maxima()
+		for j := range n {
+			rs[j] = sqrtPow2(colMax[j])
+		}
+		scale(ones, rs)
+		maxima()
+	}
+	// Alg. 2.1: rows into (½, 1], then columns (whose factors are ≥ 1).
+	for i := range n {
+		rs[i] = pow2AtMostOne(rowMax[i])
+	}
+	scale(rs, ones)
+	maxima()
+	for j := range n {
+		rs[j] = pow2AtMostOne(colMax[j])
+	}
+	scale(ones, rs)
+	return n, b, r, c, nil
+}
+
+// equilIters bounds Ruiz's sweeps: each halves the logarithm of every
+// row and column imbalance, so 2^±64 imbalances settle within about 7.
+const equilIters = 12
+
+// sqrtPow2 is the power of two nearest 1/√m.
+func sqrtPow2(m float64) float64 {
+	_, e := math.Frexp(m) // m ∈ [2^(e−1), 2^e)
+	return math.Ldexp(1, -(e-1)/2)
+}
+
+// pow2AtMostOne returns 2^−⌈log₂ m⌉, the power of two that puts m in
+// (½, 1]; 1 for m = 0.
+func pow2AtMostOne(m float64) float64 {
+	if m == 0 {
+		return 1
+	}
+	fr, p := math.Frexp(m)
+	if fr == 0.5 {
+		p--
+	}
+	return math.Ldexp(1, -p)
+}
