@@ -440,8 +440,27 @@ func TestCGFamilySweep(t *testing.T) {
 				what = fmt.Sprintf("Unroll %d", def.Iterations/def.Dispatches)
 			}
 			fmt.Fprintf(&table, " %d in %d dispatches, %s (%.3f×) |", defApps, def.Dispatches, what, defRatio)
-			if defRatio > 1.5 {
-				failures = append(failures, fmt.Sprintf("%s %s default: %.2f× > 1.5×", p.name, rhs, defRatio))
+			// The default's bound. FastDiagonalization applies A⁻¹ to
+			// within δ = 8u16 of ‖r‖ per dispatch (TestFastDiagonalizationDevice's
+			// bound), so the float64 outer iteration gains δ per dispatch,
+			// and a residual of 1e-10 needs the error down to 1e-10/√κ
+			// (κ = cot²(π/(2(n+1))) ≈ 6.7e3 for every ε: both axes' λ_min
+			// and λ_max scale together): ⌈log(1e-10/√κ)/log δ⌉ = 5
+			// dispatches, plus 2 (the first, from x = 0, and δ bounds the
+			// 2-norm, not the A-norm the iteration contracts): D = 7, two
+			// applications each (A⁻¹ on the device, A on the host):
+			// ≤ 14/ref, 0.015× (ε = 0.01 random) … 0.146× (Poisson
+			// smooth), against 0.011× … 0.125× measured (5–6 dispatches).
+			// The user operator's default is the polynomial: its columns'
+			// bound 1.5× (measured 1.19× and 1.32×).
+			defMax := 1.5
+			if what == "FD" {
+				kappa := math.Pow(1/math.Tan(math.Pi/float64(2*(side+1))), 2)
+				d := 2 + math.Ceil(math.Log(1e-10/math.Sqrt(kappa))/math.Log(8*0x1p-11))
+				defMax = 2 * d / float64(ref.Iterations)
+			}
+			if defRatio > defMax {
+				failures = append(failures, fmt.Sprintf("%s %s default: %.3f× > %.3f×", p.name, rhs, defRatio, defMax))
 			}
 			var ratios []float64
 			for _, u := range []int{8, 16, 32} {
@@ -571,7 +590,8 @@ func TestCGKappa1e6(t *testing.T) {
 			t.Logf("RandSVD n=%d κ=1e6 %v Unroll %d: %d dispatches, %d device iterations (float64 CG %d iterations, %v), residual %.2g; device %v, host %v (share %.3f), modeled M1 %v",
 				n, mode, u, res.Dispatches, res.Iterations, ref.Iterations, refTime, relres, res.Device, res.Host, float64(res.Host)/float64(res.Device), res.ModeledTime)
 			require.LessOrEqual(t, relres, 1e-10)
-			require.Less(t, float64(res.Host), 0.25*float64(res.Device))
+			// The host share (host/device wall time) is logged, not
+			// asserted: no test asserts on wall-clock time.
 		}
 	}
 }
