@@ -200,52 +200,52 @@ func (b *gradder) sign(x Value) Value {
 
 func (b *gradder) shape(v Value) Shape { return b.g.nodes[v.id].Shape }
 
-// sumAxes sums v over axes (ascending, normalized) by a matmul against
-// ones, keeping the reduced dims as 1.
+// sumAxes sums v over axes (ascending, normalized) by matmuls against
+// ones, keeping the reduced dims as 1. Each run of adjacent axes is one
+// matmul: v seen as [A, K, C] (K the run's elements) is ones[1, K]·v, or
+// v·ones[K, 1] when C = 1, so that no tensor is reshaped wider than v's
+// own dims are.
 func (b *gradder) sumAxes(v Value, axes []int) Value {
 	g := b.g
-	s := b.shape(v)
-	if len(axes) == 0 {
-		return v
-	}
-	kept := reducedShape(s, axes, true)
-	k := 1
-	in := map[int]bool{}
-	for _, a := range axes {
-		k *= s[a]
-		in[a] = true
-	}
-	if k == 1 {
-		return g.Reshape(v, kept)
-	}
-	r := s.Size() / k
-	leading, trailing := true, true
-	for i, a := range axes {
-		if a != i {
-			leading = false
+	for len(axes) > 0 {
+		// The last run of adjacent axes.
+		j := len(axes) - 1
+		i := j
+		for i > 0 && axes[i-1] == axes[i]-1 {
+			i--
 		}
-		if a != len(s)-len(axes)+i {
-			trailing = false
-		}
-	}
-	var m Value
-	switch {
-	case trailing:
-		m = g.MatMul(g.Reshape(v, Shape{r, k}), b.constant("grad_ones", Shape{k, 1}, ones(k)), false, false)
-	case leading:
-		m = g.MatMul(b.constant("grad_ones", Shape{1, k}, ones(k)), g.Reshape(v, Shape{k, r}), false, false)
-	default:
-		var perm []int
-		for i := range s {
-			if !in[i] {
-				perm = append(perm, i)
+		lo, hi := axes[i], axes[j]
+		axes = axes[:i]
+		s := b.shape(v)
+		kept := s.Clone()
+		a, k, c := 1, 1, 1
+		for d, n := range s {
+			switch {
+			case d < lo:
+				a *= n
+			case d <= hi:
+				k *= n
+				kept[d] = 1
+			default:
+				c *= n
 			}
 		}
-		perm = append(perm, axes...)
-		t := g.Transpose(v, perm)
-		m = g.MatMul(g.Reshape(t, Shape{r, k}), b.constant("grad_ones", Shape{k, 1}, ones(k)), false, false)
+		if k == 1 {
+			v = g.Reshape(v, kept)
+			continue
+		}
+		var m Value
+		switch {
+		case c == 1:
+			m = g.MatMul(g.Reshape(v, Shape{a, k}), b.constant("grad_ones", Shape{k, 1}, ones(k)), false, false)
+		case a == 1:
+			m = g.MatMul(b.constant("grad_ones", Shape{1, k}, ones(k)), g.Reshape(v, Shape{k, c}), false, false)
+		default:
+			m = g.MatMul(b.constant("grad_ones", Shape{1, k}, ones(k)), g.Reshape(v, Shape{a, k, c}), false, false)
+		}
+		v = g.Reshape(b.sat(m), kept)
 	}
-	return g.Reshape(b.sat(m), kept)
+	return v
 }
 
 // sumTo sums v (of a broadcast shape) down to shape t, which broadcasts to
@@ -583,6 +583,10 @@ func (b *gradder) conv(in []Value, shapes []Shape, gy Value, want []bool, o *Con
 			g.failf("grad", ErrInvalid, "the weight of a conv with %d groups has no gradient rule (only one group): make the weight a constant or use groups = 1", groups)
 			return
 		}
+		if o.Strides == [2]int{1, 1} {
+			res[1] = b.convWeightByOffsets(in[0], gy, o, ws)
+			return
+		}
 		xt := g.Transpose(in[0], []int{1, 0, 2, 3})
 		gt := g.Transpose(gy, []int{1, 0, 2, 3})
 		r := g.Conv2D(xt, gt, Conv2DOptions{Strides: o.Dilations, Pads: o.Pads, Dilations: o.Strides})
@@ -592,6 +596,37 @@ func (b *gradder) conv(in []Value, shapes []Shape, gy Value, want []bool, o *Con
 		}
 		res[1] = g.Transpose(r, []int{1, 0, 2, 3})
 	}
+}
+
+// convWeightByOffsets is a stride-1 conv's weight gradient one kernel
+// offset at a time: dw[:, :, p, q] = Σ_n gy[n]·x_pad[n, :, p·dh…, q·dw…]ᵀ,
+// a batched matmul contracting over the output positions and a sum over
+// the batch against ones. Unlike the conv form it needs no kernel as
+// large as the output, which the engine's kernel limit would refuse.
+func (b *gradder) convWeightByOffsets(x, gy Value, o *Conv2DOptions, ws Shape) Value {
+	g := b.g
+	xs, gys := b.shape(x), b.shape(gy)
+	n, cin := xs[0], xs[1]
+	cout, kh, kw := ws[0], ws[2], ws[3]
+	ho, wo := gys[2], gys[3]
+	xp := x
+	if o.Pads != [4]int{} {
+		xp = g.Pad(x, []int{0, 0, 0, 0, o.Pads[0], o.Pads[1], o.Pads[2], o.Pads[3]}, 0)
+	}
+	gr := g.Reshape(gy, Shape{n, cout, ho * wo})
+	cols := make([]Value, 0, kh*kw)
+	for p := range kh {
+		for q := range kw {
+			sl := g.Slice(xp, []int{0, 0, p * o.Dilations[0], q * o.Dilations[1]}, []int{n, cin, ho, wo})
+			m := b.sat(g.MatMul(gr, g.Reshape(sl, Shape{n, cin, ho * wo}), false, true)) // [N, Cout, Cin]
+			cols = append(cols, g.Reshape(b.sumAxes(m, []int{0}), Shape{cout, cin, 1}))
+		}
+	}
+	d := cols[0]
+	if len(cols) > 1 {
+		d = g.Concat(2, cols...)
+	}
+	return g.Reshape(d, Shape{cout, cin, kh, kw})
 }
 
 // layerNorm: with x̂ = (x−μ)·r, r = 1/√(σ²+ε), n the normalized count and
