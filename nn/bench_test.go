@@ -93,7 +93,7 @@ func benchForward(b *testing.B, m *benchModel) {
 	b.ReportMetric(ms(st.ModeledTime.Seconds()), "modeled-engine-ms")
 	b.ReportMetric(first.ModeledCompile.Seconds()*1e3, "modeled-compile-ms")
 	b.ReportMetric(ms(st.Host.Seconds()), "host-ms")
-	b.ReportMetric(ms((st.ModeledTime+st.Host).Seconds()), "modeled-total-ms")
+	b.ReportMetric(ms((st.ModeledTime + st.Host).Seconds()), "modeled-total-ms")
 }
 
 func benchEval(b *testing.B, m *benchModel) {
