@@ -30,6 +30,7 @@ import (
 type options struct {
 	epochs, hidden, batch int
 	model, out, data      string
+	widths                string
 	device, update        string
 	reference             bool
 	trainN, testN         int
@@ -42,7 +43,8 @@ func main() {
 	flag.IntVar(&o.epochs, "epochs", 5, "training epochs")
 	flag.IntVar(&o.hidden, "hidden", 512, "hidden units of the MLP")
 	flag.IntVar(&o.batch, "batch", 128, "minibatch size")
-	flag.StringVar(&o.model, "model", "mlp", "model: mlp (cnn is not trained on the device yet)")
+	flag.StringVar(&o.model, "model", "mlp", "model: mlp (784-hidden-10) or cnn (two 3×3 conv–ReLU–max-pool blocks of -widths channels, then linear)")
+	flag.StringVar(&o.widths, "widths", "8,16", "channels of the CNN's two blocks")
 	flag.StringVar(&o.out, "out", "mnist.png", "figure to write; the weights go beside it as .safetensors")
 	flag.StringVar(&o.data, "data", "", "directory of the four MNIST IDX .gz files (default: the GoMNIST module's)")
 	flag.StringVar(&o.device, "device", "", `device: "ane", "sim", "sim-narrow" ("" picks the engine when present)`)
@@ -71,9 +73,6 @@ type result struct {
 
 func run(w io.Writer, o options) (result, error) {
 	res := result{refAccuracy: -1}
-	if o.model != "mlp" {
-		return res, fmt.Errorf("mnist: model %q: only mlp trains on the device so far", o.model)
-	}
 	if o.epochs < 1 || o.hidden < 1 || o.batch < 1 {
 		return res, fmt.Errorf("mnist: -epochs %d, -hidden %d, -batch %d: each must be ≥ 1", o.epochs, o.hidden, o.batch)
 	}
@@ -101,10 +100,30 @@ func run(w io.Writer, o options) (result, error) {
 	}
 	defer dev.Close()
 
-	mlp := train.MLP{Sizes: []int{784, o.hidden, 10}}
-	cfg := train.Config{
-		Network: mlp.Network(), Weights: mlp.Init(o.seed), Batch: o.batch,
-		Loss: train.SoftmaxCrossEntropy, Optimizer: train.Adam{LR: o.lr}, Update: update,
+	cfg := train.Config{Batch: o.batch, Loss: train.SoftmaxCrossEntropy, Optimizer: train.Adam{LR: o.lr}, Update: update}
+	var desc string
+	switch o.model {
+	case "mlp":
+		mlp := train.MLP{Sizes: []int{784, o.hidden, 10}}
+		cfg.Network, cfg.Weights = mlp.Network(), mlp.Init(o.seed)
+		desc = fmt.Sprintf("MLP 784-%d-10", o.hidden)
+	case "cnn":
+		var ws []int
+		for _, f := range strings.Split(o.widths, ",") {
+			var n int
+			if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 {
+				return res, fmt.Errorf("mnist: -widths %q: want two positive channel counts such as 8,16", o.widths)
+			}
+			ws = append(ws, n)
+		}
+		if len(ws) != 2 {
+			return res, fmt.Errorf("mnist: -widths %q: want two channel counts", o.widths)
+		}
+		cnn := train.CNN{Size: 28, Classes: 10, Widths: ws}
+		cfg.Network, cfg.Weights = cnn.Network(), cnn.Init(o.seed)
+		desc = fmt.Sprintf("CNN 28×28 → %d → %d channels → 10", ws[0], ws[1])
+	default:
+		return res, fmt.Errorf("mnist: -model %q, want mlp or cnn", o.model)
 	}
 	tr, err := train.New(cfg, dev)
 	if err != nil {
@@ -121,8 +140,8 @@ func run(w io.Writer, o options) (result, error) {
 	if steps == 0 {
 		return res, fmt.Errorf("mnist: %d training images do not fill one batch of %d", trainSet.n(), o.batch)
 	}
-	fmt.Fprintf(w, "device %s; MLP 784-%d-10, Adam lr %g, batch %d, %s updates; %d steps per epoch, %d epochs\n",
-		dev.Info().Name, o.hidden, o.lr, o.batch, o.update, steps, o.epochs)
+	fmt.Fprintf(w, "device %s; %s, Adam lr %g, batch %d, %s updates; %d steps per epoch, %d epochs\n",
+		dev.Info().Name, desc, o.lr, o.batch, o.update, steps, o.epochs)
 	rng := rand.New(rand.NewPCG(o.seed, 0x6d6e697374))
 	x := make([]float64, o.batch*784)
 	labels := make([]int, o.batch)
@@ -224,7 +243,7 @@ func weightsPath(png string) string {
 
 func writeWeights(path string, ws nn.Weights) error {
 	var buf bytes.Buffer
-	if err := nn.WriteSafetensors(&buf, ws, map[string]string{"model": "mlp"}); err != nil {
+	if err := nn.WriteSafetensors(&buf, ws, nil); err != nil {
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)

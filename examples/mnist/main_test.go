@@ -64,7 +64,8 @@ func TestShortRun(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	for _, o := range []options{
-		{epochs: 1, hidden: 8, batch: 8, model: "cnn", update: "compensated"},
+		{epochs: 1, hidden: 8, batch: 8, model: "rnn", update: "compensated"},
+		{epochs: 1, hidden: 8, batch: 8, model: "cnn", widths: "8", update: "compensated"},
 		{epochs: 0, hidden: 8, batch: 8, model: "mlp", update: "compensated"},
 		{epochs: 1, hidden: 8, batch: 8, model: "mlp", update: "stochastic"},
 		{epochs: 1, hidden: 8, batch: 8, model: "mlp", update: "compensated", data: "/nonexistent"},
