@@ -27,7 +27,7 @@ func frobRelErr(c, ref mat.Matrix) float64 {
 //
 //   - FP16, wide: each operand is rounded to fp16 once (relative error
 //     uniform in ±u16/2·2, RMS u16/√3 per factor) and the float32 sum once
-//     more to fp16 (RMS u16/√3): RMS about u16 in all, below the issue's
+//     more to fp16 (RMS u16/√3): RMS about u16 in all, below the documented
 //     u16·√(log₂ k) for every k ≥ 2 (the √(log₂ k) allows for the
 //     accumulation order of long sums).
 //   - FP16, narrow: every partial sum s_j is rounded to fp16 too, an error
@@ -40,12 +40,12 @@ func frobRelErr(c, ref mat.Matrix) float64 {
 //     for normal data the largest entry is ≤ 5 standard deviations, so
 //     each digit error is at most 5·2⁻²⁹ standard deviations of each
 //     factor, and the product's Frobenius relative error below
-//     25·2⁻²⁹ ≈ 4.7e-8 (the issue asks ≤ 1e-6).
+//     25·2⁻²⁹ ≈ 4.7e-8 (Compensated promises ≤ 1e-6).
 //     On the narrow device that exactness needs every running digit sum
 //     below 2¹¹ units; a sum of N digit products (RMS ≈ 6.7 each for
 //     3-bit digits) wanders about 6.7·√N, so past k ≈ 2000 (N = 10·k for
 //     the longest limb sum) some partial sums pass 2¹¹ and are rounded:
-//     there only the issue's 1e-6 is claimed (5.3e-8 measured at
+//     there only the documented 1e-6 is claimed (5.3e-8 measured at
 //     k = 20000).
 //   - Float64 (wide only): 9 limbs, 2^(1−54) per digit: 25·2⁻⁵³ ≈ 3e-15 ≤
 //     1e-14.

@@ -179,7 +179,7 @@ func productMode(m precision.Mode) precision.Mode {
 // otherwise); NaN or ±Inf is ErrRange.
 //
 // What each mode reaches (Frobenius-norm relative error against gonum's
-// float64 product, random normal operands, simulator; TestMatMulTable):
+// float64 product, random normal operands, simulator; docs/RESULTS.md):
 //
 //   - FP16: one pass, each row of A and column of B scaled by a power of
 //     two into [1, 2), products rounded to fp16 and summed in float32,

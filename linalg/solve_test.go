@@ -115,7 +115,7 @@ func TestSolveAblation(t *testing.T) {
 // n = 64 on "sim" and 32 on "sim-narrow"), on both devices. The float64 floor is
 // about κ₂·2⁻⁵³·√n ≈ 1.3e-11·… for the correctly rounded inverse in the
 // worst direction; in practice the random rounding errors of X give
-// ≈ κ·2⁻⁵³·few ≈ 1e-12 at κ = 1e4, which the bound asks.
+// ≈ κ·2⁻⁵³·few ≈ 1e-12 at κ = 1e4, the bound this test holds.
 func TestInverse(t *testing.T) {
 	for _, d := range devices {
 		dev := openDevice(t, d.name)

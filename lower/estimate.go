@@ -64,7 +64,7 @@ type family struct {
 }
 
 // The measured anchors, from ANEForge's analytic per-chip cost model
-// (docs/developer/optimizer-and-cost.md; the constants as in its
+// (its developer notes on the optimizer and cost model; the constants as in its
 // aneforge/_cost.py and pinned by tests/test_cost_model_analytic.py).
 var (
 	// M1 (H13): a latency-roofline fit to 5 measured M1 convs, within ±17%.
@@ -249,90 +249,18 @@ func EstimateFamily(brand string) string {
 //
 // It is a model, not a measurement: no estimate here has been checked
 // against hardware by this project. It extends the roofline model
-// ANEForge published (docs/developer/optimizer-and-cost.md), which
-// reproduces its 5 measured M1 convs within ±17%, with the engine's
-// on-chip memory; docs/ENGINE.md §6 lists every published figure it is
-// compared with and the error on each.
-//
-// The model. Every op but const is a node, and every node is charged,
-// reshapes included (whether the engine treats a reshape as a free view
-// is not known):
+// ANEForge published, which reproduces its 5 measured M1 convs within
+// ±17%, with the engine's on-chip memory. Every op but const is a node:
 //
 //	bytes = (input elements + output elements + weight elements) × 2
-//	flops = 2·(output elements)·K  for matmul (K its contraction length,
-//	        batch dimensions included), conv (K = Cin/groups·kh·kw) and
-//	        linear; 0 for every other op
+//	flops = 2·(output elements)·K  for matmul, conv and linear; else 0
 //	time  = floor + Σ_nodes max(DRAM bytes/BW, on-chip bytes/BW_chip,
 //	                            flops/peak)
 //
-// Inputs are the floating-point operands (function inputs and op outputs,
-// each time an op names one); constant floating-point tensors (rank ≥ 1)
-// are the weights; scalar constants (a pad value, an epsilon, a scalar
-// factor) and int32, bool and string parameters are not nodes and move
-// nothing. Every value moves as fp16. The floor is charged once per
-// program.
-//
-// Where the bytes move. On families with on-chip memory (M2 on): the
-// program's inputs are read from DRAM once and its outputs written there;
-// each weight is streamed from DRAM once per dispatch, by the first node
-// that reads it (a dispatch does not find the last one's weights: M5's
-// measured convs need their weights' DRAM time); an intermediate tensor,
-// written by one node and read by later ones, stays on chip while the
-// tensors live at that point fit the 32 MB — otherwise it goes through
-// DRAM, written once and read by each reader; re-reads of an input or a
-// weight already on chip are on-chip. A node whose own bytes exceed the
-// on-chip memory computes at 70% of its peak. On M1 (and "sim", M1 Max)
-// every byte moves at BW, exactly ANEForge's model.
-//
-// The constants per family, and where the published anchors disagree:
-//
-//	family   peak TFLOP/s     BW GB/s  floor µs  basis
-//	         matmul  conv
-//	M1       3.25    3.25     9.0      220       measured fit (5 convs)
-//	M1 Max   4.6     4.6      9.0      220       measured GEMM; M1's BW
-//	M2       7.3*    7.3*     48       100       measured on an M2 Pro
-//	M3       7.77*   7.77*    48       93.9      scaled from M2
-//	M4       8.14*   8.14*    48       89.7      scaled from M2
-//	M4 Max   8.90    12.6     119      89.7      measured GEMM, BW, conv
-//	M5       8.9     12.3     57       110       measured re-fit; conv peak
-//	M5 Pro   10.0    14.1     67.7     110       measured GEMM; M5 × ratios
-//
-// and on-chip memory 32 MB at 300 GB/s from M2 on (none on M1).
-// * with the M2 Pro's mid-size compute ramp, eff_peak =
-// peak·min(1, (flops/F)^0.38), F = 1.8e10 flop on M2 (scaled with the peak).
-//
-//   - M1's headline measured peak is 1.8 TFLOP/s and its GEMMs measured
-//     2.7–4.3 TFLOP/s; the model uses the fit's 3.25, because the floor and
-//     bandwidth were fit jointly with it and only the three together
-//     reproduce the measured convs.
-//   - M1's bandwidth: 9 GB/s (the fit) against ~42 GB/s seen on extreme
-//     shapes and ~60–70 GB/s in other projects' streaming benchmarks; the
-//     fit is kept for the same reason, which makes M1 pessimistic.
-//   - M5: ANEForge's default (non-per-chip) heuristic uses 114 GB/s,
-//     14.5 TFLOP/s and a 70 µs floor; the model uses the per-chip M5
-//     anchor, the one validated against measured convs and consistent
-//     with the other families, with the measured conv-stack peak for
-//     convs (which keeps those convs within ANEForge's bounds).
-//   - ANEForge's "streaming bandwidth as dispatched" (M1 Max 7.4, M4 7.7,
-//     M4 Max 23, M5 20.2, M5 Pro 24 GB/s) is 3–6× below anemll-bench's
-//     engine bandwidth and below what M5's measured convs and the end-to-
-//     end programs need; the model follows the latter and uses the
-//     former only as ratios between chips.
-//   - M2: base M2 and M2 Pro share a 16-core engine, so the M2 Pro anchor
-//     is used as is. Its GEMM peak measured 3.4 TFLOP/s against the
-//     anchor's 7.3; the ramp is what reconciles mid-size ops.
-//   - M3 and M4 have no measured anchor. They are scaled from M2 by the
-//     published rules (bandwidth ∝ engine cores, floor ∝ 1/clock, peak ∝
-//     cores·clock) with the core counts (4, as M2) and top clocks (M2 1938,
-//     M3 2064, M4 2160 MHz) of ANEForge's extracted per-chip curves.
-//     ANEForge folds M4 into M5's tier instead, but that scaling gives an
-//     M4 peak near 2 TFLOP/s, below the 5.4 TFLOP/s GEMM measured on an M4.
-//   - ANEForge's prose writes the per-program form floor + max(flops/peak,
-//     bytes/BW); its code, which the conv fit pins, sums the per-node
-//     maxima. Estimate sums per node. For one-node programs they agree,
-//     and with on-chip memory a one-node program still moves every byte
-//     at BW: its operands are the program's inputs, outputs and weights.
-//
+// with the floor charged once per program, and from M2 on intermediates
+// kept on chip while they fit its memory. The constants per family, where
+// the published anchors disagree and why each was chosen are in
+// docs/COST.md; the figures it is compared with, in docs/ENGINE.md §6.
 // PerNode times are rounded to the nanosecond one by one, so their sum may
 // differ from Time − floor by a nanosecond per node.
 func Estimate(p *Program, target string) (Cost, error) {
