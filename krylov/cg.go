@@ -10,91 +10,34 @@ import (
 )
 
 // CG solves A·x = b for a symmetric positive definite operator A by
-// flexible conjugate gradients in float64 on the host, preconditioned by a
-// polynomial in A that the device applies in fp16 (Notay 2000, "Flexible
-// conjugate gradients", SIAM J. Sci. Comput. 22(4), with truncation m =
-// FCGTruncation; Saad 2003, Iterative Methods for Sparse Linear Systems,
-// Alg. 12.1, for the polynomial).
-//
-// Each dispatch is one outer iteration. With the polynomial (the default
-// but for the stencils below, see Precond) the device applies z = q(A)·r, the
-// Chebyshev iteration of Settings.Unroll steps on [λ_hi/(2k²), λ_hi], with
-// λ_hi = ‖2^σ·A‖∞ (a Gershgorin bound, no eigenvalue estimate; for a
-// Stencil2D symmetric about both axes, whose smallest eigenvalue has a
-// closed form, the interval starts there when that is higher): a
-// dot-free program whose coefficients are all constants, with one
-// application of A per step. The host then makes z A-conjugate to the last
-// m search directions, multiplies the new direction by A in float64
-// (MulVecTo), steps, and recomputes the true residual b − A·x in float64.
-// The polynomial damps A's upper spectrum, and the float64 outer iteration
-// does the rest, so the fp16 rounding of the device's vectors costs
-// iterations, never accuracy. Total applications of A, Dispatches·(Unroll
-// + 1), are 1.1–1.5× float64 CG's iterations for random right-hand sides
-// on Poisson, anisotropic and jumping-coefficient 5-point problems (128²,
-// Unroll 8 … 32). A smooth right-hand side costs more (1.4–6.5× on the
-// constant-coefficient stencils, where float64 CG converges in few
-// iterations), for two measured reasons. The polynomial itself: the few
-// modes such a b excites lie where λ·q(λ) is nearly linear, so the outer
-// iteration needs about as many steps for them as CG does, each costing
-// Unroll + 1 products (in float64 arithmetic, 1.78/2.66/4.12× on Poisson
-// 128² at Unroll 8/16/32). And fp16 rounding of the device's vectors,
-// which gives every mode some content: it doubles the dispatches again on
-// smooth rows, while vectors rounded to pairs hi + lo would recover
-// float64's counts. On the engine such pairs need error-free products,
-// hence the digit split of the compensated dense product, many times the
-// device work. A Chebyshev interval moved down toward the smallest Ritz
-// value of A on the kept directions took 2–3× more applications on every
-// row. On dense RandSVD matrices at κ = 1e6 it is 5–8×, all of it on the
-// device.
-//
-// For a Stencil2D operator the program is one conv per step on the grid,
-// so the grid is not limited to one device row (see Stencil2D). For a
-// Dense or user operator it is elementwise ops around the operator's
-// DeviceApply, on [1, n] vectors (n ≤ MaxUnknowns), on channel blocks for
-// a Dense matrix past that (see MaxDenseUnknowns), or, for a GridOperator,
-// on its grid (no row limit).
-//
-// Precision Compensated (or Float64) applies a dense A inside the
-// polynomial from limb-split digits, so that the device's polynomial is
-// q(A) rather than q(fl16(A)) (measured at κ = 1e5 and 1e6 it takes as
-// many outer iterations as FP16 mode, which reaches Tol there too, at
-// many times the device work);
-// a stencil runs the same program as in FP16 mode, since its coefficients'
-// fp16 rounding only perturbs the preconditioner, which the float64 outer
-// iteration absorbs. A user Operator has no compensated form
-// (ErrUnsupported).
+// flexible conjugate gradients in float64 on the host (Notay 2000,
+// "Flexible conjugate gradients", SIAM J. Sci. Comput. 22(4)), each
+// dispatch applying a preconditioner on the device in fp16; the float64
+// outer iteration absorbs the device's rounding, so it costs iterations,
+// never accuracy.
 //
 // Precond nil means FastDiagonalization(a) for a Stencil2D it accepts
 // (symmetric about both axes, positive definite, sides up to
-// MaxSpectralSide; made once per operator) and the polynomial for every
-// other operator. Otherwise it must come from Polynomial, Jacobi or
-// FastDiagonalization. FastDiagonalization replaces the polynomial: each
-// dispatch applies the stencil's exact inverse by sine transforms, and CG
-// reaches 1e-10 in 5–10 dispatches on the sweep's constant-coefficient
-// problems, smooth right-hand sides included (the host then keeps 2
-// directions, not FCGTruncation, and Unroll is unused). Polynomial asks
-// for the polynomial where the default would not be it. Jacobi scales A
-// symmetrically to D^(−½)·A·D^(−½) before the polynomial is formed (for a
-// Stencil2D, whose diagonal is constant, that changes nothing). Any other
-// Preconditioner is refused (ErrInput): the device polynomial needs a
-// symmetric operator whose spectrum it can bound.
+// MaxSpectralSide): the stencil's exact inverse by sine transforms, 5–10
+// dispatches to 1e-10. For every other operator it means the device
+// polynomial (Polynomial): Unroll steps (1 … MaxUnroll, default 16) of
+// the Chebyshev iteration on a Gershgorin interval of A, a dot-free
+// program with constant coefficients (Saad 2003, Alg. 12.1); the host
+// keeps FCGTruncation directions. Jacobi scales A symmetrically first.
+// Compensated (or Float64) applies a dense A from limb-split digits; a
+// user Operator has no compensated form. docs/KRYLOV.md has the design
+// and what each choice costs; docs/RESULTS.md the measured counts.
 //
-// CG uses Tol, Unroll (1 … MaxUnroll, default 16), MaxDispatches, Precond,
-// Precision, X0, Device and Trace; it ignores Restart. It stops when the
-// host's relative residual reaches Tol (Converged, nil error). Otherwise it
-// returns, with an error wrapping ErrNotConverged, the best iterate it met
-// (never one worse than x = 0): when MaxDispatches is spent, the residual
-// stagnates or diverges or becomes NaN, or a direction has zero curvature
-// (a singular A). Errors: ErrShape and ErrInput for bad input (lengths,
-// NaN or Inf in b or X0, settings out of range, a NormInf() that is NaN,
-// infinite or negative, an initial residual b − A·X0 that is not
-// finite); ErrNotSPD for a zero operator, a negative diagonal entry, a
-// direction of negative curvature (pᵀAp < 0) or a device polynomial that
-// overflows (which only eigenvalues below zero make it do);
-// ErrUnsupported for a problem past the device's limits or an operator
-// without a compensated form. b = 0 gives x = 0 at once; b of any finite
-// magnitude is first scaled by a power of two, so ‖b‖ = 1e-300 solves as
-// ‖b‖ = 1 does.
+// CG uses Tol, Unroll, MaxDispatches, Precond, Precision, X0, Device and
+// Trace; it ignores Restart. It stops when the host's relative residual
+// reaches Tol (Converged, nil error); otherwise it returns the best
+// iterate it met (never worse than x = 0) with an error wrapping
+// ErrNotConverged: MaxDispatches spent, stagnation, divergence, NaN, or a
+// direction of zero curvature. ErrShape and ErrInput report bad input;
+// ErrNotSPD a zero operator, a negative diagonal entry, negative
+// curvature or an overflowing polynomial; ErrUnsupported a problem past
+// the device's limits. b = 0 gives x = 0; b of any finite magnitude is
+// scaled by a power of two first.
 func CG(a Operator, b []float64, s *Settings) (Result, error) {
 	set := s.withDefaults(dims(a))
 	if err := checkVectors("CG", a, b, set); err != nil {
