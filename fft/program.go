@@ -3,6 +3,7 @@ package fft
 import (
 	"errors"
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"math"
 	"time"
 
@@ -37,9 +38,9 @@ func (p *program) scheme() *digitScheme {
 // maxRow is the longest row a program's tensors use.
 func maxRow(dev shim.Device) int {
 	if s := dev.Info().Target.MaxSpatial; s > 0 {
-		return min(s, 16384)
+		return min(s, engine.RowLimit)
 	}
-	return 16384
+	return engine.RowLimit
 }
 
 // build lowers and compiles g, reporting whether it was compiled now; an

@@ -2,6 +2,7 @@ package linalg
 
 import (
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"math"
 	"sync"
 	"time"
@@ -208,7 +209,7 @@ func unitLowerInverse(p []float64, bw int) []float64 {
 // and, on an fp16 accumulator, of every partial sum ((1 + 2⁻¹⁰)^(k+4)
 // covers both; with a float32 accumulator the sum's own error is below
 // k·2⁻²⁴, far less).
-func outBound(k int) float64 { return 0x1p14 / math.Pow(1+0x1p-10, float64(k+4)) }
+func outBound(k int) float64 { return engine.Headroom / math.Pow(1+0x1p-10, float64(k+4)) }
 
 // factorFP16 is the device-resident factorization (see Factorize): the
 // n×n matrix lives in the program's input surface, scaled by 2^σ, and

@@ -3,6 +3,7 @@ package linalg
 import (
 	"errors"
 	"fmt"
+	"github.com/anemone-go/anemone/engine"
 	"math"
 	"time"
 
@@ -168,7 +169,7 @@ func resolve(fn string, s *Settings) (*config, error) {
 	}
 	c.maxSpat = c.dev.Info().Target.MaxSpatial
 	if c.maxSpat <= 0 {
-		c.maxSpat = 16384
+		c.maxSpat = engine.RowLimit
 	}
 	wide, err := wideAccumulator(c.dev)
 	if err != nil {

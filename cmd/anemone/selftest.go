@@ -376,11 +376,11 @@ type env struct {
 
 // cliff is the matmul/conv output magnitude above which the result becomes
 // ±Inf (docs/ENGINE.md §7): half of fp16's largest finite value.
-const cliff = 32752
+const cliff = engine.Cliff
 
 // widthClamp is the magnitude a width-offset slice saturates above on
 // targets with Target.WidthSliceClamp (docs/ENGINE.md §7).
-const widthClamp = 4094
+const widthClamp = engine.SliceClamp
 
 func conformanceProbe(rs []shimtest.Result) probe {
 	var failed []string
@@ -601,7 +601,7 @@ func (e *env) saturation(conv bool) probe {
 		p.Name, p.What = "conv-saturation", "the same with a constant weight, lowered to a 1×1 conv"
 		ks = []int{32}
 	}
-	targets := []float64{32000, 32512, 32704, 32736, 32752, 32768, 32800, 33000}
+	targets := []float64{32000, 32512, 32704, 32736, engine.Cliff, 32768, 32800, 33000}
 	n := e.t.RowLength(1)
 	p.Params = map[string]any{"K": ks, "true_outputs": targets, "output_columns": n}
 	var exp, meas []string
@@ -796,7 +796,7 @@ func (b *milBuilder) program(t lower.Target, out string, outShape []int) *lower.
 func (e *env) sliceClamp() probe {
 	p := probe{Name: "width-slice-clamp", What: "slice_by_size of a row at last-axis offset 0 vs W: does |x| > 4094 become Inf?"}
 	w := e.t.RowLength(1)
-	values := []float64{2048, 4092, 4094, 4096, 4100, 8192, 30000, -4094, -4096}
+	values := []float64{2048, 4092, engine.SliceClamp, 4096, 4100, 8192, 30000, -engine.SliceClamp, -4096}
 	p.Params = map[string]any{"offsets": []int{0, w}, "width": w, "values": values, "clamp_modeled": e.t.WidthSliceClamp}
 	var exp, meas []string
 	p.Values = map[string]any{}
@@ -915,8 +915,8 @@ func (c compiled) onesPoint(s, n int, want float64, lastExact, wantExact *int, s
 // becomes a matmul with ones, wide-accumulated).
 func (e *env) onesDot() probe {
 	p := probe{Name: "ones-dot", What: "sum of n ones as the lowering emits it (a matmul with ones): exact where reduce_sum is not?"}
-	s := 16384
-	counts := []int{1024, 2048, 2049, 4096, 16384}
+	s := engine.RowLimit
+	counts := []int{1024, 2048, 2049, 4096, engine.RowLimit}
 	if e.short {
 		s, counts = 4096, []int{2048, 2049, 4096}
 	}
