@@ -83,7 +83,10 @@ func (o SGD) scalars(_ int, u float64) map[string]float64 {
 // 1e-8. On the device the second moment is kept as r = √v, updated as
 // r ← s·√(β₂(r/s)² + (1−β₂)(g/s)²) with s = max(r, |g|), so neither g²
 // nor v is ever formed; the bias corrections fold into the per-step
-// learning rate and ε the host writes.
+// learning rate and ε the host writes. ε is floored at 2⁻²⁴/√(1−β₂ᵗ) in
+// gradient units (fp16's smallest normal, 2⁻¹⁴, in the state's unit
+// 2¹⁰): a gradient far below that moves its weight less than textbook
+// Adam's full step, and one that is exactly zero not at all.
 type Adam struct {
 	LR, Beta1, Beta2, Epsilon, WeightDecay float64
 }
