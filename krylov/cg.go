@@ -173,6 +173,18 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 	}
 	plan.sigma = pow2Exp(bound)
 	plan.hi = math.Ldexp(bound, plan.sigma)
+	var denseLo float64 // a dense operator's Lanczos interval start, scaled
+	if _, dense := plan.dop.(*denseOp); dense && plan.spectral == nil && sharpDenseBound {
+		// A Gershgorin bound of a dense matrix can lie far above its
+		// spectrum (‖A‖∞ = 29 for a spectrum in [0.5, 1.5]), and an
+		// interval reaching far below it wastes the polynomial's steps:
+		// take the Lanczos interval on the host, once per operator (the
+		// scaling σ stays with ‖·‖∞, which bounds every device vector).
+		if lo, hi := lanczosInterval(plan.dop, lanczosSteps, lanczosMargin, 0x6c616d); hi > 0 && lo > 0 {
+			plan.hi = math.Min(plan.hi, math.Ldexp(hi, plan.sigma))
+			denseLo = math.Ldexp(lo, plan.sigma)
+		}
+	}
 	k := set.Unroll
 	switch {
 	case plan.spectral != nil:
@@ -186,7 +198,11 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 		}
 	default:
 		plan.kind = progGeneric
-		plan.poly = newChebPoly(k, plan.hi)
+		if denseLo > 0 {
+			plan.poly = newChebPolyAbove(k, plan.hi, denseLo)
+		} else {
+			plan.poly = newChebPoly(k, plan.hi)
+		}
 		if plan.shape, err = deviceShape("CG", plan.dop); err != nil {
 			return nil, err
 		}
