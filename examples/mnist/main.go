@@ -30,7 +30,7 @@ import (
 type options struct {
 	epochs, hidden, batch int
 	model, out, data      string
-	widths                string
+	widths, opt           string
 	device, update        string
 	reference             bool
 	trainN, testN         int
@@ -53,7 +53,8 @@ func main() {
 	flag.IntVar(&o.trainN, "train", 0, "use the first N training images (0: all 60000)")
 	flag.IntVar(&o.testN, "test", 0, "use the first N test images (0: all 10000)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the initial weights and the batch order")
-	flag.Float64Var(&o.lr, "lr", 1e-3, "Adam's learning rate")
+	flag.Float64Var(&o.lr, "lr", 1e-3, "learning rate")
+	flag.StringVar(&o.opt, "opt", "adam", "optimizer: adam or sgd (momentum 0.9)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("mnist: ")
@@ -100,7 +101,15 @@ func run(w io.Writer, o options) (result, error) {
 	}
 	defer dev.Close()
 
-	cfg := train.Config{Batch: o.batch, Loss: train.SoftmaxCrossEntropy, Optimizer: train.Adam{LR: o.lr}, Update: update}
+	cfg := train.Config{Batch: o.batch, Loss: train.SoftmaxCrossEntropy, Update: update}
+	switch o.opt {
+	case "adam", "":
+		cfg.Optimizer, o.opt = train.Adam{LR: o.lr}, "Adam"
+	case "sgd":
+		cfg.Optimizer, o.opt = train.SGD{LR: o.lr, Momentum: 0.9}, "SGD (momentum 0.9)"
+	default:
+		return res, fmt.Errorf("mnist: -opt %q, want adam or sgd", o.opt)
+	}
 	var desc string
 	switch o.model {
 	case "mlp":
@@ -140,8 +149,8 @@ func run(w io.Writer, o options) (result, error) {
 	if steps == 0 {
 		return res, fmt.Errorf("mnist: %d training images do not fill one batch of %d", trainSet.n(), o.batch)
 	}
-	fmt.Fprintf(w, "device %s; %s, Adam lr %g, batch %d, %s updates; %d steps per epoch, %d epochs\n",
-		dev.Info().Name, desc, o.lr, o.batch, o.update, steps, o.epochs)
+	fmt.Fprintf(w, "device %s; %s, %s lr %g, batch %d, %s updates; %d steps per epoch, %d epochs\n",
+		dev.Info().Name, desc, o.opt, o.lr, o.batch, o.update, steps, o.epochs)
 	rng := rand.New(rand.NewPCG(o.seed, 0x6d6e697374))
 	x := make([]float64, o.batch*784)
 	labels := make([]int, o.batch)
