@@ -616,6 +616,16 @@ func countOp(op *mil.Op, types map[string]mil.Type, consts map[string]*mil.Liter
 			n.writes = append(n.writes, operand{name: v.Name, bytes: int64(v.Type.Elements()) * bytesPerElement, kind: readValue})
 		}
 	}
+	if op.Kind == "slice_by_size" && len(n.writes) == 1 {
+		// A slice reads the region it returns, not its whole operand: the
+		// packed input surface is sliced into its bands once each, so it is
+		// read once in all, not once per band.
+		for i := range n.reads {
+			if n.reads[i].kind != readWeight {
+				n.reads[i].bytes = min(n.reads[i].bytes, n.writes[0].bytes)
+			}
+		}
+	}
 	for _, o := range append(n.reads, n.writes...) {
 		n.Bytes += o.bytes
 	}
