@@ -22,21 +22,53 @@ func EncodeScaled(dst []uint16, src []float64, exp int) int {
 		if !exact {
 			x = math.Ldexp(v, exp)
 		}
-		a := math.Abs(x)
-		if a >= MinNormal && a < 65504 {
-			// Veltkamp's splitter rounds the significand to 53 − 42 = 11
-			// bits, to nearest even; the result is an fp16 normal, so its
-			// float32 encoding is exact and holds the fp16 one shifted.
-			// (A value just below 65504 may round up to it: still finite.)
-			// The explicit conversions keep the compiler from fusing the
-			// splitter into multiply-adds (it may on arm64).
-			t := float64(x * (0x1p42 + 1))
-			h := t - float64(t-x)
-			f := math.Float32bits(float32(h))
-			dst[i] = uint16(f>>16&0x8000 | ((f&0x7fffffff)>>13 - (127-15)<<10))
+		// An fp16 normal result (|x| in [2⁻¹⁴, 65520), the top rounding
+		// to 65504 at most) is rounded on x's bits: adding 2⁴¹ − 1 plus
+		// the kept lowest bit rounds the 42 dropped bits to nearest even,
+		// a carry moving into the exponent as it should.
+		b := math.Float64bits(x)
+		if a := b &^ (1 << 63); a-0x3f10000000000000 < 0x40effe0000000000-0x3f10000000000000 {
+			dst[i] = uint16(b>>48&0x8000 | ((a+(1<<41-1)+(a>>42&1))>>42 - (1023-15)<<10))
 			continue
 		}
 		h := FromFloat64(x)
+		dst[i] = uint16(h)
+		if bad < 0 && (h.IsInf() || h.IsNaN()) {
+			bad = i
+		}
+	}
+	return bad
+}
+
+// EncodeScaled32 is EncodeScaled for float32 sources: dst[i] is the fp16
+// encoding of src[i]·2^exp, rounded once, the same bits as
+// FromFloat64(float64(src[i])·2^exp).
+func EncodeScaled32(dst []uint16, src []float32, exp int) int {
+	src = src[:len(dst)]
+	if exp < -100 || exp > 100 {
+		// 2^exp may not be a float32, or the product may leave float32's
+		// normal range before fp16's: the float64 path, element by element.
+		bad := -1
+		for i, v := range src {
+			h := FromFloat64(math.Ldexp(float64(v), exp))
+			dst[i] = uint16(h)
+			if bad < 0 && (h.IsInf() || h.IsNaN()) {
+				bad = i
+			}
+		}
+		return bad
+	}
+	scale := float32(math.Ldexp(1, exp))
+	bad := -1
+	for i, v := range src {
+		// v·2^exp is exact wherever the result is an fp16 normal (a
+		// float32 normal too), rounded there as in EncodeScaled.
+		f := math.Float32bits(v * scale)
+		if a := f &^ (1 << 31); a-0x38800000 < 0x477ff000-0x38800000 {
+			dst[i] = uint16(f>>16&0x8000 | ((a+0x0fff+(a>>13&1))>>13 - (127-15)<<10))
+			continue
+		}
+		h := FromFloat64(math.Ldexp(float64(v), exp))
 		dst[i] = uint16(h)
 		if bad < 0 && (h.IsInf() || h.IsNaN()) {
 			bad = i

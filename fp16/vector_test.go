@@ -47,6 +47,29 @@ func TestVectorConversionsMatchScalar(t *testing.T) {
 	for i, x := range xs {
 		f32[i] = float32(x)
 	}
+	// EncodeScaled32 on float32 values of every class, the ties and their
+	// float32 neighbours included, at exponents on its fast path (where
+	// 2^exp is a float32) and beyond it.
+	var ys []float32
+	for _, v := range f32 {
+		ys = append(ys, v, math.Nextafter32(v, float32(math.Inf(1))), math.Nextafter32(v, float32(math.Inf(-1))))
+	}
+	ys = append(ys, math.SmallestNonzeroFloat32, -math.MaxFloat32, 1e-40, 3e38)
+	for _, exp := range []int{0, -3, 7, -100, 100, -101, 140} {
+		dst := make([]uint16, len(ys))
+		bad := EncodeScaled32(dst, ys, exp)
+		first := -1
+		for i, y := range ys {
+			want := FromFloat64(math.Ldexp(float64(y), exp))
+			if uint16(want) != dst[i] {
+				t.Fatalf("EncodeScaled32(%v, %d) = %#04x, want %#04x", y, exp, dst[i], uint16(want))
+			}
+			if first < 0 && (want.IsInf() || want.IsNaN()) {
+				first = i
+			}
+		}
+		require.Equal(t, first, bad, "EncodeScaled32: first non-finite at exp %d", exp)
+	}
 	dst := make([]uint16, len(xs))
 	EncodeFloat32(dst, f32)
 	for i, x := range f32 {

@@ -403,3 +403,62 @@ func RunHalf(exe Executable, in, out [][]uint16) error {
 	}
 	return nil // an ErrRange of the outputs is seen when they are read
 }
+
+// HalfRows is a tensor's band of a session's surface, for a caller that
+// converts in place: row r of the tensor (its last axis, logical elements
+// r·RowLen … (r+1)·RowLen − 1) is Row(r). It stays valid until the
+// session is closed; the caller must not use it while Run is under way.
+type HalfRows struct {
+	surf                []uint16
+	off, RowLen, stride int
+	Rows                int
+}
+
+// Row returns row r of the tensor on the surface.
+func (h HalfRows) Row(r int) []uint16 {
+	o := h.off + r*h.stride
+	return h.surf[o : o+h.RowLen : o+h.RowLen]
+}
+
+// InputRows returns input name's rows on the device's surface, for the
+// caller to write fp16 encodings into (every element, padding untouched),
+// and counts them as written (BytesIn), as WriteHalf would.
+func (s *Session) InputRows(name string) (HalfRows, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("InputRows"); err != nil {
+		return HalfRows{}, err
+	}
+	sp, err := s.input("InputRows", name, -1)
+	if err != nil {
+		return HalfRows{}, err
+	}
+	s.stats.BytesIn += 2 * int64(sp.Size())
+	return halfRows(sp, s.in[sp.Surface]), nil
+}
+
+// OutputRows returns output (or input) name's rows on the device's
+// surface, for the caller to read in place, and counts them as read
+// (BytesOut), as ReadHalf would.
+func (s *Session) OutputRows(name string) (HalfRows, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("OutputRows"); err != nil {
+		return HalfRows{}, err
+	}
+	sp, ok := findSpec(s.prog.Outputs, name)
+	surf := s.out
+	if !ok {
+		sp, ok = findSpec(s.prog.Inputs, name)
+		surf = s.in
+	}
+	if !ok {
+		return HalfRows{}, fmt.Errorf("shim: Session.OutputRows: the program has no output or input %q: %w", name, ErrShape)
+	}
+	s.stats.BytesOut += 2 * int64(sp.Size())
+	return halfRows(sp, surf[sp.Surface]), nil
+}
+
+func halfRows(sp lower.IOSpec, surf []uint16) HalfRows {
+	return HalfRows{surf: surf, off: sp.Channel * sp.Stride(), RowLen: sp.RowLen(), stride: sp.Stride(), Rows: sp.Rows()}
+}
