@@ -103,3 +103,21 @@ func (l *leanStencil) residualRow(r, x, b []float64, row []float64, y int) float
 	}
 	return ss
 }
+
+// residualRow32 sets row y of r = (b − A·x)·rs, rounded to float32 (rs a
+// power of two), and returns the sum of squares of the row of b − A·x,
+// in float64 before the rounding.
+func (l *leanStencil) residualRow32(r []float32, x, b []float64, row []float64, y int, rs float64) float64 {
+	nx := l.nx
+	l.row(row, x, y)
+	rr, bb := r[y*nx:(y+1)*nx], b[y*nx:(y+1)*nx]
+	t := row[:len(rr)]
+	bb = bb[:len(rr)]
+	ss := 0.0
+	for i := range rr {
+		v := bb[i] - t[i]
+		rr[i] = float32(v * rs)
+		ss += v * v
+	}
+	return ss
+}
