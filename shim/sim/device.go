@@ -12,24 +12,17 @@ import (
 	"github.com/anemone-go/anemone/shim"
 )
 
-// Numerics selects the accumulation model of matmul and conv.
-type Numerics int
+// Numerics selects the accumulation model of matmul and conv: the engine
+// contract's Accumulator.
+type Numerics = engine.Accumulator
 
 const (
 	// Wide sums the fp16-rounded products in float32 and rounds the sum to
 	// fp16, as the engine is measured to do.
-	Wide Numerics = iota
+	Wide = engine.Wide
 	// Narrow also rounds every partial sum to fp16: a pessimistic model.
-	Narrow
+	Narrow = engine.Narrow
 )
-
-// String returns "wide" or "narrow".
-func (n Numerics) String() string {
-	if n == Narrow {
-		return "narrow"
-	}
-	return "wide"
-}
 
 func init() {
 	shim.Register("sim", func() (shim.Device, error) { return New(Wide), nil })
