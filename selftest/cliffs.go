@@ -1,13 +1,9 @@
-package main
+package selftest
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"sort"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
@@ -106,7 +102,7 @@ type dotCase struct {
 // runDots compiles a K-term dot, runs every case and scores it against the
 // model; it returns the behaviours the results name ("other" for a result
 // no behaviour explains).
-func (e *env) runDots(p *probe, k int, cases []dotCase) (got, want []string, ok bool) {
+func (e *env) runDots(p *Probe, k int, cases []dotCase) (got, want []string, ok bool) {
 	d, err := e.dot(k)
 	if err != nil {
 		*p = fail(*p, err)
@@ -125,7 +121,7 @@ func (e *env) runDots(p *probe, k int, cases []dotCase) (got, want []string, ok 
 	for _, c := range cases {
 		m := modelDotVec(c.x, c.y, e.narrow)
 		v, err := d.value(c.x, c.y)
-		pt := point{Label: c.label, Want: num(m), Got: num(v), OK: same(m, v)}
+		pt := Point{Label: c.label, Want: Num(m), Got: Num(v), OK: same(m, v)}
 		if err != nil {
 			pt.Error = err.Error()
 		}
@@ -137,7 +133,7 @@ func (e *env) runDots(p *probe, k int, cases []dotCase) (got, want []string, ok 
 
 // summarize fills the probe's expected, measured and verdict from the
 // behaviours of its cases, one per label.
-func summarize(p *probe, labels, want, got []string) {
+func summarize(p *Probe, labels, want, got []string) {
 	if p.Values == nil {
 		p.Values = map[string]any{}
 	}
@@ -162,8 +158,8 @@ func repeat(n int, v float64) []float64 {
 // is reported to return zeros (maderix/ANE). The lowering pads every
 // contraction to 32, so this program is hand-built: K ones from the input
 // row times a constant [K, n] of ones, for K = 32, 40, 48 and 64.
-func (e *env) innerDim() probe {
-	p := probe{Name: "matmul-inner-dim-32", What: "hand-built matmul of K ones by a constant ones [K, n]: zeros when K is not a multiple of 32?"}
+func (e *env) innerDim() Probe {
+	p := Probe{Name: "matmul-inner-dim-32", What: "hand-built matmul of K ones by a constant ones [K, n]: zeros when K is not a multiple of 32?"}
 	ks := []int{32, 40, 48, 64}
 	n := e.t.RowLength(1)
 	p.Params = map[string]any{"K": ks, "columns": n}
@@ -185,7 +181,7 @@ func (e *env) innerDim() probe {
 		y := b.op("y", "reshape", []int{1, 1, 1, n}, "shape", b.ints(1, 1, 1, n), "x", ref(prod))
 		c := e.compile(b.program(e.t, y, []int{1, 1, 1, n}))
 		res := "refused"
-		pt := point{Label: label, In: num(k), Want: num(k)}
+		pt := Point{Label: label, In: Num(k), Want: Num(k)}
 		if c.err != nil {
 			pt.Error = c.err.Error()
 		} else {
@@ -202,7 +198,7 @@ func (e *env) innerDim() probe {
 				res = fmt.Sprintf("other (%g)", out[0][0])
 			}
 			if err == nil {
-				pt.Got = num(out[0][0])
+				pt.Got = Num(out[0][0])
 			}
 		}
 		pt.OK = res == "correct"
@@ -217,8 +213,8 @@ func (e *env) innerDim() probe {
 // reported to return zero, where other chips give ±Inf only for a true
 // output near 32752. 32 terms of +v, 32 of −v and a 1: the running sum
 // peaks at 32·v, the result is 1.
-func (e *env) partialSum() probe {
-	p := probe{Name: "partial-sum-2^15", What: "dot whose running sum peaks at 2^14 or 2^15 and ends at 1: is the result 1, 0 or Inf?"}
+func (e *env) partialSum() Probe {
+	p := Probe{Name: "partial-sum-2^15", What: "dot whose running sum peaks at 2^14 or 2^15 and ends at 1: is the result 1, 0 or Inf?"}
 	const k = 96
 	var cases []dotCase
 	for _, peak := range []float64{1 << 14, 1 << 15} {
@@ -241,8 +237,8 @@ func (e *env) partialSum() probe {
 // Ultra). 512 pairs (1+2⁻¹⁰)·(1+3·2⁻¹⁰) − 1·1 sum to 2 with rounded
 // products and to 2 + 3·2⁻¹¹ (2 + 2⁻⁹ in fp16) with exact ones; 1024
 // products 2⁻⁸·2⁻⁸ = 2⁻¹⁶ (subnormal) sum to 2⁻⁶ kept, 0 flushed.
-func (e *env) productRounding() probe {
-	p := probe{Name: "product-rounding", What: "inside the matmul: are products rounded to fp16, and subnormal products flushed?"}
+func (e *env) productRounding() Probe {
+	p := Probe{Name: "product-rounding", What: "inside the matmul: are products rounded to fp16, and subnormal products flushed?"}
 	const k = 1024
 	a, b := 1+0x1p-10, 1+3*0x1p-10
 	var x, y []float64
@@ -265,8 +261,8 @@ func (e *env) productRounding() probe {
 // tieRounding: the wide sum's rounding to fp16 is reported to break ties
 // upward on M3 and M5 and to even on M1. 2048 + 1, 2048 + 5 and −2048 − 1
 // fall halfway between fp16 neighbours (spacing 2).
-func (e *env) tieRounding() probe {
-	p := probe{Name: "tie-rounding", What: "a dot's exact result halfway between two fp16 values: to even, up, or away from zero?"}
+func (e *env) tieRounding() Probe {
+	p := Probe{Name: "tie-rounding", What: "a dot's exact result halfway between two fp16 values: to even, up, or away from zero?"}
 	const k = 32
 	cases := []dotCase{
 		{label: "2049", x: []float64{2048, 1}, named: map[float64]string{2048: "to even", 2050: "up"}},
@@ -326,15 +322,15 @@ func (e *env) addOne(c, w int) (string, error) {
 // to corrupt data on some chips (rustane). The lowering never emits one
 // (it pads rows to the target's alignment); this hand-built program hands
 // such widths to the engine, and the model has no such cliff.
-func (e *env) surfaceWidth() probe {
-	p := probe{Name: "surface-width-16", What: "x + 1 on one surface of width 16, 24, 40, 64, 96: corrupt when not a multiple of 16?"}
+func (e *env) surfaceWidth() Probe {
+	p := Probe{Name: "surface-width-16", What: "x + 1 on one surface of width 16, 24, 40, 64, 96: corrupt when not a multiple of 16?"}
 	widths := []int{16, 24, 40, 64, 96}
 	p.Params = map[string]any{"widths": widths, "row_align": e.t.RowAlign, "min_row": e.t.MinRow}
 	var labels, want, got []string
 	for _, w := range widths {
 		res, err := e.addOne(1, w)
 		exp := "correct"
-		pt := point{Label: fmt.Sprintf("width %d: %s", w, res), In: num(w), OK: res == exp}
+		pt := Point{Label: fmt.Sprintf("width %d: %s", w, res), In: Num(w), OK: res == exp}
 		if err != nil {
 			pt.Error = err.Error()
 		}
@@ -347,8 +343,8 @@ func (e *env) surfaceWidth() probe {
 
 // surfaceSize: surfaces below about 49 KB are reported to fail (Orion).
 // x + 1 on surfaces of 16, 32, 48 and 64 KB.
-func (e *env) surfaceSize() probe {
-	p := probe{Name: "surface-minimum-size", What: "x + 1 on one surface of 16, 32, 48, 49 and 64 KB: do the small ones fail?"}
+func (e *env) surfaceSize() Probe {
+	p := Probe{Name: "surface-minimum-size", What: "x + 1 on one surface of 16, 32, 48, 49 and 64 KB: do the small ones fail?"}
 	w := e.t.RowLength(1)
 	var sizes []int
 	for _, kb := range []int{16, 32, 48, 49, 64} {
@@ -359,7 +355,7 @@ func (e *env) surfaceSize() probe {
 	for _, c := range sizes {
 		res, err := e.addOne(c, w)
 		label := fmt.Sprintf("%d B", 2*c*w)
-		pt := point{Label: label + ": " + res, In: num(2 * c * w), OK: res == "correct"}
+		pt := Point{Label: label + ": " + res, In: Num(2 * c * w), OK: res == "correct"}
 		if err != nil {
 			pt.Error = err.Error()
 		}
@@ -368,47 +364,4 @@ func (e *env) surfaceSize() probe {
 	}
 	summarize(&p, labels, want, got)
 	return p
-}
-
-// printTimings lists every program's modeled engine time beside the
-// engine's own, or says there is none.
-func printTimings(w io.Writer, rep *selftestReport) error {
-	var n, reported int
-	var ratios []float64
-	family := ""
-	for _, p := range rep.Probes {
-		for _, t := range p.Timings {
-			n++
-			family = t.Family
-			if t.MeasuredNS > 0 {
-				reported++
-				ratios = append(ratios, float64(t.ModeledNS)/float64(t.MeasuredNS))
-			}
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	if reported == 0 {
-		why := "the engine reported no execution time"
-		if rep.Simulated {
-			why = "simulated: no engine time"
-		}
-		fmt.Fprintf(w, "\ntiming: %d programs modeled on %s; %s (JSON: probes[].timings)\n", n, family, why)
-		return nil
-	}
-	sort.Float64s(ratios)
-	fmt.Fprintf(w, "\ntiming: modeled (lower.Estimate on %s) against the engine's own time, %d of %d programs; median modeled/measured %.2f\n",
-		family, reported, n, ratios[len(ratios)/2])
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "probe\tprogram\tmodeled\tmeasured\tmodeled/measured")
-	for _, p := range rep.Probes {
-		for _, t := range p.Timings {
-			if t.MeasuredNS == 0 {
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%.2f\n", p.Name, t.Program, time.Duration(t.ModeledNS), time.Duration(t.MeasuredNS), float64(t.ModeledNS)/float64(t.MeasuredNS))
-		}
-	}
-	return tw.Flush()
 }

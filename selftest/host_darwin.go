@@ -1,6 +1,6 @@
 //go:build darwin
 
-package main
+package selftest
 
 import (
 	"runtime"
@@ -8,8 +8,8 @@ import (
 )
 
 // readHostInfo names the chip and the macOS version from sysctl.
-func readHostInfo() hostInfo {
-	h := hostInfo{OS: runtime.GOOS, Arch: runtime.GOARCH, Chip: "unknown chip", OSVersion: "unknown macOS"}
+func readHostInfo() HostInfo {
+	h := HostInfo{OS: runtime.GOOS, Arch: runtime.GOARCH, Chip: "unknown chip", OSVersion: "unknown macOS"}
 	if s, err := syscall.Sysctl("machdep.cpu.brand_string"); err == nil && s != "" {
 		h.Chip = s
 	}
