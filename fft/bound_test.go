@@ -73,7 +73,7 @@ func TestStageBound(t *testing.T) {
 			require.NoError(t, err)
 			in := make([]float64, len(buf))
 			for i, v := range buf {
-				in[i] = float64(v)
+				in[i] = fp16.Bits(v).Float64()
 			}
 			outs, err := dataflow.Eval(g, map[string][]float64{"x": in})
 			require.NoError(t, err)
@@ -173,7 +173,9 @@ func TestNarrowDigitsExact(t *testing.T) {
 				require.NoError(t, err)
 				buf, _, _, err := p.pack("test", xs)
 				require.NoError(t, err)
-				outs[d], err = p.exe.Run([][]float32{buf})
+				in := make([]float32, len(buf))
+				fp16.DecodeFloat32(in, buf)
+				outs[d], err = p.exe.Run([][]float32{in})
 				require.NoError(t, err)
 				require.NoError(t, p.exe.Close())
 			}

@@ -2,6 +2,7 @@ package fft
 
 import (
 	"fmt"
+	"github.com/anemone-go/anemone/fp16"
 	"math"
 
 	"github.com/anemone-go/anemone/dataflow"
@@ -455,11 +456,11 @@ func (cs *compSchedule) graph(lay *layout, sign, limit int) *dataflow.Graph {
 // putDigits writes the balanced digits of v (|v| < 2¹³ = 2^(b−1)·2^dataExp)
 // on the grids 2^(dataExp − b·m) into the digit planes of buf; the
 // remainder is below 2^(dataExp − b·dataLevels).
-func (sc *digitScheme) putDigits(buf []float32, plane, at int, v float64) {
+func (sc *digitScheme) putDigits(buf []uint16, plane, at int, v float64) {
 	for m := range sc.dataLevels {
 		ex := sc.dataExp() - sc.bits*m
 		d := math.RoundToEven(math.Ldexp(v, -ex))
-		buf[m*plane+at] = float32(d)
+		buf[m*plane+at] = uint16(fp16.FromFloat64(d)) // a small integer, exact
 		v -= math.Ldexp(d, ex)
 	}
 }

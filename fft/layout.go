@@ -330,72 +330,86 @@ const checkFactor = 0.25
 // checkFactor = 0.25 on either is a failing device: zeros fail Parseval,
 // and noise of the right norm fails a bin but for a chance of about 0.1%.
 //
-// Both sides are first multiplied by 2^−e, 2^e the power of two above x's
-// largest real or imaginary part (exactly, as the transform is linear), so
-// the sums of squares neither overflow (|x| ≳ 1e152) nor underflow
-// (subnormal x) whatever the scale of x: scaled, |x_j| < √2 and
-// |y_k| ≲ √2·n, so Σ|y|² < 2n³. The messages give unscaled values.
-func (l *layout) check(x, y []complex128) error {
-	m := 0.0
-	for _, v := range x {
-		m = max(m, math.Abs(real(v)), math.Abs(imag(v)))
-	}
-	if m == 0 {
-		return nil
-	}
-	_, e := math.Frexp(m)
-	xs := make([]complex128, len(x))
+// Both sides are first multiplied by 2^e, the power of two the host scaled
+// x by for the device (inputScale; exactly, as the transform is linear),
+// so the sums of squares neither overflow (|x| ≳ 1e152) nor underflow
+// (subnormal x) whatever the scale of x: scaled, |x_j| < 2¹⁴ and
+// |y_k| < 2¹⁴·n, so Σ|y|² < 2²⁸·n³. 2^e is applied as two factors, each a
+// normal float64 where 2^e itself is not. The messages give unscaled
+// values.
+func (l *layout) check(x, y []complex128, e int) error {
+	f1, f2 := math.Ldexp(1, e/2), math.Ldexp(1, e-e/2)
 	var ex, ey float64
-	for i := range x {
-		xs[i] = complex(math.Ldexp(real(x[i]), -e), math.Ldexp(imag(x[i]), -e))
-		yr, yi := math.Ldexp(real(y[i]), -e), math.Ldexp(imag(y[i]), -e)
-		ex += real(xs[i])*real(xs[i]) + imag(xs[i])*imag(xs[i])
+	for i, v := range x {
+		xr, xi := real(v)*f1*f2, imag(v)*f1*f2
+		yr, yi := real(y[i])*f1*f2, imag(y[i])*f1*f2
+		ex += xr*xr + xi*xi
 		ey += yr*yr + yi*yi
+	}
+	if ex == 0 {
+		return nil
 	}
 	n := float64(l.total)
 	if !(math.Abs(ey-n*ex) <= checkFactor*n*ex) {
-		return fmt.Errorf("Σ|X|² = %.6g·4^%d where Parseval's identity wants n·Σ|x|² = %.6g·4^%d: %w", ey, e, n*ex, e, ErrDevice)
+		return fmt.Errorf("Σ|X|² = %.6g·4^%d where Parseval's identity wants n·Σ|x|² = %.6g·4^%d: %w", ey, -e, n*ex, -e, ErrDevice)
 	}
 	// The RMS bin magnitude is √(Σ|X|²/n) = √(Σ|x|²).
 	rms := math.Sqrt(ex)
 	for _, k := range []int{l.total / 3, (7919*l.total/11 + 1) % l.total} {
-		want := l.bin(xs, k)
-		got := complex(math.Ldexp(real(y[k]), -e), math.Ldexp(imag(y[k]), -e))
+		want := l.bin(x, k, f1, f2)
+		got := complex(real(y[k])*f1*f2, imag(y[k])*f1*f2)
 		if d := cmplxAbs(got - want); !(d <= checkFactor*rms) {
 			return fmt.Errorf("bin %d is %v, the host's float64 sum gives %v (difference %.3g of the RMS bin): %w",
-				k, y[k], complex(math.Ldexp(real(want), e), math.Ldexp(imag(want), e)), d/rms, ErrDevice)
+				k, y[k], complex(math.Ldexp(real(want), -e), math.Ldexp(imag(want), -e)), d/rms, ErrDevice)
 		}
 	}
 	return nil
 }
 
-// bin is output k of the transform of x by its defining sum (row-major
-// multi-dimensional indices), in float64.
-func (l *layout) bin(x []complex128, k int) complex128 {
-	// Digits of k per dimension, last dimension fastest.
-	kd := make([]int, len(l.dims))
+// bin is output k of the transform of x·f1·f2 by its defining sum (row-major
+// multi-dimensional indices), in float64. The exponent of each root is
+// kept per dimension as j_d·k_d mod n_d, advanced by k_d as j_d steps.
+func (l *layout) bin(x []complex128, k int, f1, f2 float64) complex128 {
+	nd := len(l.dims)
+	kd := make([]int, nd) // digits of k, last dimension fastest
 	r := k
-	for d := len(l.dims) - 1; d >= 0; d-- {
+	for d := nd - 1; d >= 0; d-- {
 		kd[d] = r % l.dims[d]
 		r /= l.dims[d]
 	}
-	jd := make([]int, len(l.dims))
-	var s complex128
-	for _, v := range x {
-		w := complex(1, 0)
-		for d := range l.dims {
-			w *= l.roots[d][(jd[d]*kd[d])%l.dims[d]]
+	jd := make([]int, nd)
+	ph := make([]int, nd) // j_d·k_d mod n_d
+	last, nl, kl := l.roots[nd-1], l.dims[nd-1], kd[nd-1]
+	outer := complex(1, 0) // the product of the other dimensions' roots
+	var sr, si float64
+	for i := 0; i < len(x); i += nl {
+		for _, v := range x[i : i+nl] {
+			w := last[ph[nd-1]] * outer
+			a, b := real(v)*f1*f2, imag(v)*f1*f2
+			sr += a*real(w) - b*imag(w)
+			si += a*imag(w) + b*real(w)
+			if ph[nd-1] += kl; ph[nd-1] >= nl {
+				ph[nd-1] -= nl
+			}
 		}
-		s += v * w
-		for d := len(l.dims) - 1; d >= 0; d-- {
+		ph[nd-1] = 0
+		// Advance the outer digits (d < nd−1) by one, last fastest.
+		for d := nd - 2; d >= 0; d-- {
 			jd[d]++
+			if ph[d] += kd[d]; ph[d] >= l.dims[d] {
+				ph[d] -= l.dims[d]
+			}
 			if jd[d] < l.dims[d] {
 				break
 			}
-			jd[d] = 0
+			jd[d], ph[d] = 0, 0
+		}
+		outer = complex(1, 0)
+		for d := range nd - 1 {
+			outer *= l.roots[d][ph[d]]
 		}
 	}
-	return s
+	return complex(sr, si)
 }
 
 func cmplxAbs(v complex128) float64 { return math.Hypot(real(v), imag(v)) }

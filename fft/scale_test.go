@@ -3,6 +3,7 @@ package fft
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -133,13 +134,25 @@ func TestCheckScaleFree(t *testing.T) {
 	const n = 1024
 	l := newLayout([]int{n}, 1, MaxBlock)
 	base := signals[0].gen(n, newRNG(13, n))
+	rms := 0.0 // of base's bins: √(Σ|x|²)
+	for _, v := range base {
+		rms += real(v)*real(v) + imag(v)*imag(v)
+	}
+	rms = math.Sqrt(rms)
 	for _, c := range []float64{1e-320, 1e-310, 1e-200, 1, 1e152, 1e200, 1e300} {
 		x := scaleSignal(base, c)
 		y := fourier.NewCmplxFFT(n).Coefficients(nil, x)
-		require.NoError(t, l.check(x, y), "c = %g: a correct transform", c)
+		e, ok, err := l.inputScale("test", x)
+		require.True(t, ok && err == nil, "c = %g: %v", c, err)
+		require.NoError(t, l.check(x, y, e), "c = %g: a correct transform", c)
 		zero := make([]complex128, n)
-		require.ErrorIs(t, l.check(x, zero), ErrDevice, "c = %g: zeros", c)
+		require.ErrorIs(t, l.check(x, zero, e), ErrDevice, "c = %g: zeros", c)
 		half := scaleSignal(y, 0.5)
-		require.ErrorIs(t, l.check(x, half), ErrDevice, "c = %g: a result off by a factor 2", c)
+		require.ErrorIs(t, l.check(x, half, e), ErrDevice, "c = %g: a result off by a factor 2", c)
+		// One recomputed bin off by three RMS bins: Parseval moves by
+		// 9/n and passes, the bin fails.
+		wrong := slices.Clone(y)
+		wrong[n/3] += complex(3*c*rms, 0)
+		require.ErrorIs(t, l.check(x, wrong, e), ErrDevice, "c = %g: bin n/3 wrong", c)
 	}
 }

@@ -84,11 +84,11 @@ func newDispatcher(exe shim.Executable, dev shim.Device, rep shim.CompileReport)
 	return d, nil
 }
 
-// run writes in as input "x", dispatches, and reads every output into the
+// run writes in (fp16 encodings) as input "x", dispatches, and reads every output into the
 // returned slices (valid until the next run; the caller holds d.mu). It
 // adds the dispatch to st and returns the device's time.
-func (d *dispatcher) run(in []float32, st *Stats) (time.Duration, error) {
-	if err := d.sess.Write("x", in); err != nil {
+func (d *dispatcher) run(in []uint16, st *Stats) (time.Duration, error) {
+	if err := d.sess.WriteHalf("x", in); err != nil {
 		return 0, err
 	}
 	before := d.sess.Stats().Device

@@ -22,22 +22,59 @@ func EncodeScaled(dst []uint16, src []float64, exp int) int {
 		if !exact {
 			x = math.Ldexp(v, exp)
 		}
-		// An fp16 normal result (|x| in [2⁻¹⁴, 65520), the top rounding
-		// to 65504 at most) is rounded on x's bits: adding 2⁴¹ − 1 plus
-		// the kept lowest bit rounds the 42 dropped bits to nearest even,
-		// a carry moving into the exponent as it should.
-		b := math.Float64bits(x)
-		if a := b &^ (1 << 63); a-0x3f10000000000000 < 0x40effe0000000000-0x3f10000000000000 {
-			dst[i] = uint16(b>>48&0x8000 | ((a+(1<<41-1)+(a>>42&1))>>42 - (1023-15)<<10))
-			continue
+		h, ok := encodeNormal(x)
+		if !ok {
+			h = uint16(FromFloat64(x))
 		}
-		h := FromFloat64(x)
-		dst[i] = uint16(h)
-		if bad < 0 && (h.IsInf() || h.IsNaN()) {
+		dst[i] = h
+		if bad < 0 && h&0x7c00 == 0x7c00 {
 			bad = i
 		}
 	}
 	return bad
+}
+
+// EncodeComplexScaled is EncodeScaled for complex sources, their parts
+// written apart: re[i] and im[i] are the fp16 encodings of real(src[i])·2^exp
+// and imag(src[i])·2^exp, for i < len(re) (len(im) and len(src) at least
+// that). It returns the first i whose either part rounds to ±Inf or is NaN,
+// or −1.
+func EncodeComplexScaled(re, im []uint16, src []complex128, exp int) int {
+	src, im = src[:len(re)], im[:len(re)]
+	scale := math.Ldexp(1, exp)
+	exact := exp > -1000 && exp < 1000
+	bad := -1
+	for i, v := range src {
+		x, y := real(v)*scale, imag(v)*scale
+		if !exact {
+			x, y = math.Ldexp(real(v), exp), math.Ldexp(imag(v), exp)
+		}
+		hr, ok := encodeNormal(x)
+		if !ok {
+			hr = uint16(FromFloat64(x))
+		}
+		hi, ok := encodeNormal(y)
+		if !ok {
+			hi = uint16(FromFloat64(y))
+		}
+		re[i], im[i] = hr, hi
+		if bad < 0 && (hr&0x7c00 == 0x7c00 || hi&0x7c00 == 0x7c00) {
+			bad = i
+		}
+	}
+	return bad
+}
+
+// encodeNormal is uint16(FromFloat64(x)) where the result is an fp16
+// normal (ok): |x| in [2⁻¹⁴, 65520), the top rounding to 65504 at most.
+// It rounds on x's bits: adding 2⁴¹ − 1 plus the kept lowest bit rounds
+// the 42 dropped bits to nearest even, a carry moving into the exponent as
+// it should. Small enough to inline; callers fall back to FromFloat64.
+func encodeNormal(x float64) (h uint16, ok bool) {
+	b := math.Float64bits(x)
+	a := b &^ (1 << 63)
+	return uint16(b>>48&0x8000 | ((a+(1<<41-1)+(a>>42&1))>>42 - (1023-15)<<10)),
+		a-0x3f10000000000000 < 0x40effe0000000000-0x3f10000000000000
 }
 
 // EncodeScaled32 is EncodeScaled for float32 sources: dst[i] is the fp16

@@ -42,6 +42,23 @@ func TestVectorConversionsMatchScalar(t *testing.T) {
 			}
 		}
 		require.Equal(t, first, bad, "first non-finite at exp %d", exp)
+		// The complex form: xs as real parts, xs reversed as imaginary.
+		cs := make([]complex128, len(xs))
+		for i := range xs {
+			cs[i] = complex(xs[i], xs[len(xs)-1-i])
+		}
+		re, im := make([]uint16, len(cs)), make([]uint16, len(cs))
+		bad = EncodeComplexScaled(re, im, cs, exp)
+		first = -1
+		for i, c := range cs {
+			wr, wi := FromFloat64(math.Ldexp(real(c), exp)), FromFloat64(math.Ldexp(imag(c), exp))
+			require.Equal(t, uint16(wr), re[i], "EncodeComplexScaled real(%v), %d", c, exp)
+			require.Equal(t, uint16(wi), im[i], "EncodeComplexScaled imag(%v), %d", c, exp)
+			if first < 0 && (wr.IsInf() || wr.IsNaN() || wi.IsInf() || wi.IsNaN()) {
+				first = i
+			}
+		}
+		require.Equal(t, first, bad, "EncodeComplexScaled: first non-finite at exp %d", exp)
 	}
 	f32 := make([]float32, len(xs))
 	for i, x := range xs {
