@@ -28,8 +28,9 @@ func tableSizes(short bool) []int {
 // five test signals (random complex data, an impulse, a chirp, an
 // off-grid tone and a mixture spanning ten orders of magnitude), per mode
 // and simulator variant (under sim-narrow both modes run the exact digit
-// programs of 3-bit digits and blocks of at most 32 points). Every figure is asserted against tolerance (the
-// derivations are there) and the table is printed with -v.
+// programs of 3-bit digits and blocks of at most 32 points). Every figure
+// is asserted against signalTolerance (the derivations are there) and the
+// table is printed with -v, each figure beside its bound.
 func TestAccuracyTable(t *testing.T) {
 	short := testing.Short()
 	variants := []string{"sim", "sim-narrow"}
@@ -52,7 +53,7 @@ func TestAccuracyTable(t *testing.T) {
 				}
 				p, err := NewPlan(n, &Settings{Device: dev, Precision: mode})
 				require.NoError(t, err)
-				c := &cell{tol: tolerance(variant, mode, []int{n}), ran: true}
+				c := &cell{tol: signalTolerance(variant, mode, []int{n}), ran: true}
 				for si, sg := range signals {
 					if short && variant == "sim-narrow" && n >= 16384 && sg.name != "impulse" {
 						// The digit programs take seconds a signal here;
@@ -79,7 +80,7 @@ func TestAccuracyTable(t *testing.T) {
 		for _, mode := range modes {
 			for _, variant := range variants {
 				if c := table[key(n, mode, variant)]; c != nil {
-					fmt.Fprintf(&b, " %.1e |", c.err)
+					fmt.Fprintf(&b, " %.1e (≤ %.1e) |", c.err, c.tol)
 				} else {
 					b.WriteString(" – |")
 				}

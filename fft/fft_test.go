@@ -103,9 +103,11 @@ func toComplex(x []float64) []complex128 {
 }
 
 // Test2D: Forward2D matches reference.FFT2 (1-D gonum transforms along
-// rows then columns) and Inverse2D returns the input. -short runs 64×64
-// and a non-square 15×64; the full run adds 256×256 (two 256-point stages
-// in FP16) and a staged 512×128.
+// rows then columns) within signalTolerance (the 2-D figures of
+// docs/RESULTS.md), and Inverse2D returns the input within twice tolerance
+// (its inputs are spectra, which signalTolerance does not cover). -short
+// runs 64×64 and a non-square 15×64; the full run adds 256×256 (two
+// 256-point stages in FP16) and a staged 512×128.
 func Test2D(t *testing.T) {
 	shapes := [][2]int{{64, 64}, {15, 64}}
 	if !testing.Short() {
@@ -118,7 +120,8 @@ func Test2D(t *testing.T) {
 				rows, cols := sh[0], sh[1]
 				t.Run(fmt.Sprintf("%s/%v/%dx%d", variant, mode, rows, cols), func(t *testing.T) {
 					s := &Settings{Device: dev, Precision: mode}
-					tol := tolerance(variant, mode, []int{rows, cols})
+					tol := signalTolerance(variant, mode, []int{rows, cols})
+					back2 := 2 * tolerance(variant, mode, []int{rows, cols})
 					sigs := signals
 					if mode == precision.Compensated && (rows*cols > 1<<14 || testing.Short()) {
 						// The random and the impulse signals, the hardest
@@ -135,7 +138,7 @@ func Test2D(t *testing.T) {
 						worst = max(worst, requireAccurate(t, y, want, tol, fmt.Sprintf("%s Forward2D", sg.name)))
 						back, err := Inverse2D(y, rows, cols, s)
 						require.NoError(t, err)
-						requireAccurate(t, back, x, 2*tol, fmt.Sprintf("%s Inverse2D", sg.name))
+						requireAccurate(t, back, x, back2, fmt.Sprintf("%s Inverse2D", sg.name))
 					}
 					t.Logf("%s %v %d×%d: worst Forward2D error %.1e (tolerance %.1e)", variant, mode, rows, cols, worst, tol)
 				})
