@@ -576,30 +576,47 @@ func equilibrateIter(fn string, a mat.Matrix) (n int, b, r, c []float64, err err
 	}
 	rowMax := make([]float64, n)
 	colMax := make([]float64, n)
-	maxima := func() {
-		clear(rowMax)
+	// scale multiplies row i of b by rs[i] and column j by cs[j] (nil: by
+	// 1; the factors are powers of two, so exactly) and recomputes the
+	// row and column maxima in the same pass.
+	scale := func(rs, cs []float64) {
 		clear(colMax)
 		for i := range n {
-			for j, v := range b[i*n : (i+1)*n] {
-				v = math.Abs(v)
-				rowMax[i] = math.Max(rowMax[i], v)
-				colMax[j] = math.Max(colMax[j], v)
-			}
-		}
-	}
-	scale := func(rs, cs []float64) {
-		for i := range n {
 			row := b[i*n : (i+1)*n]
-			for j := range row {
-				row[j] = rs[i] * row[j] * cs[j]
+			m := 0.0
+			switch {
+			case rs == nil && cs == nil:
+			case cs == nil:
+				for j := range row {
+					row[j] *= rs[i]
+				}
+			default:
+				ri := 1.0
+				if rs != nil {
+					ri = rs[i]
+				}
+				for j := range row {
+					row[j] = ri * row[j] * cs[j]
+				}
 			}
-			r[i] *= rs[i]
+			cm := colMax[:len(row)]
+			for j, v := range row {
+				v = math.Abs(v)
+				m = max(m, v)
+				cm[j] = max(cm[j], v)
+			}
+			rowMax[i] = m
+			if rs != nil {
+				r[i] *= rs[i]
+			}
 		}
-		for j := range n {
-			c[j] *= cs[j]
+		if cs != nil {
+			for j := range n {
+				c[j] *= cs[j]
+			}
 		}
 	}
-	maxima()
+	scale(nil, nil)
 	for i := range n {
 		if rowMax[i] == 0 {
 			return 0, nil, nil, nil, fmt.Errorf("linalg: %s: row %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
@@ -608,45 +625,33 @@ func equilibrateIter(fn string, a mat.Matrix) (n int, b, r, c []float64, err err
 			return 0, nil, nil, nil, fmt.Errorf("linalg: %s: column %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
 		}
 	}
-	ones := make([]float64, n)
-	for i := range ones {
-		ones[i] = 1
-	}
 	rs := make([]float64, n)
 	for range equilIters {
 		done := true
 		for i := range n {
 			rs[i] = sqrtPow2(rowMax[i])
-			if rowMax[i] <= 0.5 || rowMax[i] > 2 {
-				done = false
-			}
-		}
-		for j := range n {
-			if colMax[j] <= 0.5 || colMax[j] > 2 {
+			if rowMax[i] <= 0.5 || rowMax[i] > 2 || colMax[i] <= 0.5 || colMax[i] > 2 {
 				done = false
 			}
 		}
 		if done {
 			break
 		}
-		scale(rs, ones)
-		maxima()
+		scale(rs, nil)
 		for j := range n {
 			rs[j] = sqrtPow2(colMax[j])
 		}
-		scale(ones, rs)
-		maxima()
+		scale(nil, rs)
 	}
 	// Alg. 2.1: rows into (½, 1], then columns (whose factors are ≥ 1).
 	for i := range n {
 		rs[i] = pow2AtMostOne(rowMax[i])
 	}
-	scale(rs, ones)
-	maxima()
+	scale(rs, nil)
 	for j := range n {
 		rs[j] = pow2AtMostOne(colMax[j])
 	}
-	scale(ones, rs)
+	scale(nil, rs)
 	return n, b, r, c, nil
 }
 
