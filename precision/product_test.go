@@ -283,7 +283,8 @@ func TestMatVecConcurrent(t *testing.T) {
 // TestLimbTable measures, for a random 1024×1024 matvec, the error each
 // limb configuration reaches under the wide (sim) and narrow (sim-narrow)
 // accumulators, with its device passes and work, and asserts every row
-// against twice its rounding model (limbModel). It logs the table.
+// against twice its rounding model (limbModel), and the passes and work
+// exactly. It logs the table.
 func TestLimbTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1024×1024 sweep over limb counts and two devices")
@@ -321,6 +322,19 @@ func TestLimbTable(t *testing.T) {
 			lines = append(lines, fmt.Sprintf("%-10s | %-11v | %s | %6d | %4.0f | %.3g",
 				name, mv.Mode(), split, mv.Passes(), mv.Work(), e))
 			require.False(t, math.IsNaN(e))
+			// The passes and work columns, exactly: one pass in FP16 mode;
+			// otherwise a hi and a lo pass per limb sum s < L (2L passes),
+			// each forming the s + 1 limb pairs of its level per term, and
+			// the lo pass one product more per output (−hi appended to its
+			// contraction): Σ_s (2(s + 1) + 1/k) = L(L + 1) + L/k plain
+			// matvecs, the table's 12, 20, … 90.
+			if r.mode == FP16 {
+				require.Equal(t, 1, mv.Passes())
+				require.InDelta(t, 1, mv.Work(), 1e-12)
+			} else {
+				require.Equal(t, 2*limbs, mv.Passes(), "%s %v %d limbs", name, mv.Mode(), limbs)
+				require.InDelta(t, float64(2*pairs)+float64(limbs)/n, mv.Work(), 1e-9, "%s %v %d limbs", name, mv.Mode(), limbs)
+			}
 			require.NoError(t, mv.Close())
 			if i == 0 {
 				plain = e
