@@ -36,6 +36,7 @@ type options struct {
 	trainN, testN         int
 	seed                  uint64
 	lr                    float64
+	progress              io.Writer // per-epoch progress bar; nil for none
 }
 
 func main() {
@@ -44,7 +45,7 @@ func main() {
 	flag.IntVar(&o.hidden, "hidden", 512, "hidden units of the MLP")
 	flag.IntVar(&o.batch, "batch", 128, "minibatch size")
 	flag.StringVar(&o.model, "model", "mlp", "model: mlp (784-hidden-10) or cnn (two 3×3 conv–ReLU–max-pool blocks of -widths channels, then linear)")
-	flag.StringVar(&o.widths, "widths", "8,16", "channels of the CNN's two blocks")
+	flag.StringVar(&o.widths, "widths", "16,32", "channels of the CNN's two blocks")
 	flag.StringVar(&o.out, "out", "mnist.png", "figure to write; the weights go beside it as .safetensors")
 	flag.StringVar(&o.data, "data", "", "directory of the four MNIST IDX .gz files (default: the GoMNIST module's)")
 	flag.StringVar(&o.device, "device", "", `device: "ane", "sim", "sim-narrow" ("" picks the engine when present)`)
@@ -58,6 +59,7 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("mnist: ")
+	o.progress = os.Stderr
 	if _, err := run(os.Stdout, o); err != nil {
 		log.Fatal(err)
 	}
@@ -70,12 +72,14 @@ type result struct {
 	compiles              int
 	stats                 train.Stats
 	refStep               time.Duration
+	hostStep              time.Duration // measured host time per step
+	modeledM1, modeledM5  time.Duration // modeled engine time per step
 }
 
 func run(w io.Writer, o options) (result, error) {
 	res := result{refAccuracy: -1}
-	if o.epochs < 1 || o.hidden < 1 || o.batch < 1 {
-		return res, fmt.Errorf("mnist: -epochs %d, -hidden %d, -batch %d: each must be ≥ 1", o.epochs, o.hidden, o.batch)
+	if o.epochs < 1 || o.batch < 1 || (o.model == "mlp" && o.hidden < 1) {
+		return res, fmt.Errorf("mnist: -epochs %d, -batch %d, -hidden %d (for the MLP): each must be ≥ 1", o.epochs, o.batch, o.hidden)
 	}
 	var update train.Update
 	switch o.update {
@@ -173,6 +177,7 @@ func run(w io.Writer, o options) (result, error) {
 			}
 			sum += l
 			res.losses = append(res.losses, l)
+			bar(o.progress, ep+1, o.epochs, s+1, steps, sum/float64(s+1))
 			if ref != nil {
 				rl, err := ref.Step(b)
 				if err != nil {
@@ -212,6 +217,11 @@ func run(w io.Writer, o options) (result, error) {
 	if err := errors.Join(err1, err5); err != nil {
 		return res, err
 	}
+	host := ms(st.Host) / float64(st.Steps)
+	res.hostStep = st.Host / time.Duration(st.Steps)
+	res.modeledM1, res.modeledM5 = m1.Time, m5.Time
+	fmt.Fprintf(w, "end to end per step (modeled engine + measured host %.2f ms): M1 %.2f ms, M5 %.2f ms; the program's modeled compile %.0f ms, once\n",
+		host, ms(m1.Time)+host, ms(m5.Time)+host, ms(tr.ModeledCompile()))
 	line := fmt.Sprintf("modeled engine time per step: M1 %.2f ms, M5 %.2f ms; simulated %.0f ms per step here",
 		ms(m1.Time), ms(m5.Time), ms(st.Device)/float64(st.Steps))
 	if ref != nil {
@@ -256,4 +266,19 @@ func writeWeights(path string, ws nn.Weights) error {
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// bar redraws the epoch's progress bar on w (a terminal's stderr) about
+// fifty times an epoch, and clears it when the epoch ends.
+func bar(w io.Writer, ep, epochs, step, steps int, loss float64) {
+	if w == nil || (step%max(1, steps/50) != 0 && step != steps) {
+		return
+	}
+	const width = 30
+	done := width * step / steps
+	fmt.Fprintf(w, "\repoch %d/%d [%s%s] %d/%d steps, loss %.4f", ep, epochs,
+		strings.Repeat("=", done), strings.Repeat(" ", width-done), step, steps, loss)
+	if step == steps {
+		fmt.Fprintf(w, "\r%s\r", strings.Repeat(" ", 80))
+	}
 }

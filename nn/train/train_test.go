@@ -17,7 +17,7 @@ import (
 // u is fp16's unit roundoff.
 const u = 0x1p-11
 
-func open(t *testing.T, name string) shim.Device {
+func open(t testing.TB, name string) shim.Device {
 	t.Helper()
 	dev, err := shim.Open(name)
 	if err != nil {

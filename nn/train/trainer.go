@@ -474,3 +474,9 @@ func (t *Trainer) ModeledStep(target string) (lower.Cost, error) {
 	}
 	return lower.Estimate(p, target)
 }
+
+// ModeledCompile is the modeled compile and load of the step's program
+// (lower.EstimateCompile), paid once per run.
+func (t *Trainer) ModeledCompile() time.Duration {
+	return lower.EstimateCompile(t.exe.Program())
+}
