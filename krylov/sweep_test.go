@@ -506,8 +506,12 @@ func TestCGFamilySweep(t *testing.T) {
 // TestCGPoissonLarge solves Poisson 512² (262,144 unknowns, 16 device rows'
 // worth) to 1e-10 with the default preconditioner (FastDiagonalization)
 // and with the polynomial, and reports dispatches, iterations, time and
-// memory. The 1024² solves are BenchmarkCGFastDiagonalizationPoisson1024
-// and BenchmarkCGPoisson1024.
+// memory. Asserted for both: the residual, the error against the
+// manufactured solution, the dispatches and applications, the device
+// bytes per unknown per iteration and the modeled engine time (the bounds'
+// derivations are below); the simulator's wall time and the heap are
+// measurements of this machine, logged. The 1024² solves are
+// BenchmarkCGFastDiagonalizationPoisson1024 and BenchmarkCGPoisson1024.
 func TestCGPoissonLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Poisson 512² takes a minute on the simulator; run without -short")
@@ -521,6 +525,19 @@ func TestCGPoissonLarge(t *testing.T) {
 	refTime := time.Since(t0)
 	require.NoError(t, err)
 	op := poisson(t, n, n)
+	lams := stencilSpectrum(t, op)
+	// The error's model. At the stop the residual is the rounding the
+	// last dispatches left, spread over every mode (white): its image
+	// under A⁻¹ is ‖r‖·rms(1/λ), so ‖x − x*‖/‖x*‖ ≈ relres·‖b‖·rms(1/λ)/‖x*‖
+	// (3.8e-3·relres here; the rigorous ‖A⁻¹‖·‖r‖ = relres·‖b‖/(λ_min·‖x*‖)
+	// is 1.5·relres, 390× looser). Measured 1.34–1.36× the model (the
+	// residual leans a little to the low modes, which A⁻¹ amplifies
+	// most): bound 3×.
+	inv2 := 0.0
+	for _, l := range lams {
+		inv2 += 1 / (l * l)
+	}
+	errPerRes := norm2(b) * math.Sqrt(inv2/float64(len(lams))) / norm2(exact)
 	for _, c := range []struct {
 		name string
 		pre  Preconditioner
@@ -555,16 +572,48 @@ func TestCGPoissonLarge(t *testing.T) {
 			float64(res.DeviceBytes)/float64(n*n*res.Iterations), float64(res.DeviceBytes)/float64(n*n), res.ModeledTime, time.Duration(res.Dispatches)*cost5.Time, refTime,
 			float64(after.HeapInuse)/(1<<20), float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
 		require.LessOrEqual(t, relres, 1e-10, c.name)
-		require.LessOrEqual(t, reference.RelErr(res.X, exact), 1e-9, c.name)
+		relerr := reference.RelErr(res.X, exact)
+		t.Logf("%s: error %.2g, model %.2g (%.2f×)", c.name, relerr, relres*errPerRes, relerr/(relres*errPerRes))
+		require.LessOrEqual(t, relerr, 3*relres*errPerRes, c.name)
+		// The modeled engine time is the cost model's price of one
+		// dispatch (the program lowered for the simulator, ane-m1) times
+		// the dispatches.
+		p1, err := CGProgram(op, &Settings{Device: dev, Precond: c.pre})
+		require.NoError(t, err)
+		cost1, err := lower.Estimate(p1, "ane-m1")
+		require.NoError(t, err)
+		require.Equal(t, time.Duration(res.Dispatches+res.Retries)*cost1.Time, res.ModeledTime, c.name)
+		perIter := float64(res.DeviceBytes) / float64(n*n*res.Iterations)
 		if c.pre == nil {
-			// The default meets the sweep's bound here too, and moves at
-			// most 40 device bytes per unknown per iteration.
-			require.LessOrEqual(t, float64(apps), 1.5*float64(ref.Iterations), c.name)
-			require.LessOrEqual(t, float64(res.DeviceBytes)/float64(n*n*res.Iterations), 40.0, c.name)
-			require.LessOrEqual(t, res.Dispatches, 10, "%s: a few dispatches whatever the grid", c.name)
+			// The sweep's bound for FastDiagonalization (TestCGFamilySweep):
+			// δ = 8u16 gained per dispatch, the error down to 1e-10/√κ,
+			// κ = cot²(π/(2(n+1))) = 1.07e5: ⌈log(1e-10/√κ)/log δ⌉ = 6,
+			// plus 2: D = 8 dispatches, 16 applications (measured 8, 16;
+			// the table's 0.01× of float64 CG). 32 + 6q device bytes per
+			// unknown per dispatch with q = 1 (TestFastDiagonalizationDeviceBytes):
+			// 38.
+			kappa := math.Pow(1/math.Tan(math.Pi/float64(2*(n+1))), 2)
+			d := 2 + int(math.Ceil(math.Log(1e-10/math.Sqrt(kappa))/math.Log(8*0x1p-11)))
+			require.LessOrEqual(t, res.Dispatches, d, c.name)
+			require.LessOrEqual(t, apps, 2*d, c.name)
+			require.InDelta(t, 38, perIter, 0.05, c.name)
+			continue
 		}
-		// The polynomial's applications on this smooth right-hand side
-		// are reported, not asserted (see the sweep).
+		// The polynomial: the classical PCG bound of its Chebyshev
+		// polynomial (Unroll 16 on [λ_hi/512, λ_hi]) on Poisson's
+		// spectrum, with the fp16 rounding of its vectors
+		// (pcgDispatchBound): 319 dispatches, 17 applications each, 3.1×
+		// float64 CG's 1,739; measured 161 (2,737, 1.57×, 2.0× below):
+		// this smooth b converges superlinearly, as in
+		// TestCGSmoothRHSCause. One conv per step reads and writes the
+		// three fp16 channels of the state, 12 bytes per unknown; the 1-
+		// and 3-channel ends, once per dispatch, add under 1/16 of a step.
+		d := pcgDispatchBound(plan.poly, lams, math.Ldexp(1, plan.sigma), roundedDelta(plan.poly.k, 0x1p-11), 1e-10)
+		t.Logf("%s: the classical bound %d dispatches, %d applications (%.2f×)", c.name, d, d*(plan.poly.k+1), float64(d*(plan.poly.k+1))/float64(ref.Iterations))
+		require.LessOrEqual(t, res.Dispatches, d, c.name)
+		require.LessOrEqual(t, apps, d*(plan.poly.k+1), c.name)
+		require.GreaterOrEqual(t, perIter, 12.0, c.name)
+		require.LessOrEqual(t, perIter, 12.75, c.name)
 	}
 }
 
