@@ -316,28 +316,34 @@ func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex1
 		if !live[b] {
 			continue
 		}
-		for t, nat := range l.natOf {
-			km, rr := t/r, t%r
-			ir, ii := (km*B+b)*r+rr, ((sm.f+km)*B+b)*r+rr
+		sc := l.outShift - exps[b]
+		f := math.Ldexp(1, sc) // exact where sc is a normal exponent
+		exact := sc > -1000 && sc < 1000
+		for km := range sm.f {
+			nats := l.natOf[km*r : (km+1)*r]
+			re0, im0 := (km*B+b)*r, ((sm.f+km)*B+b)*r
 			if p.comp == nil {
-				if sc := l.outShift - exps[b]; sc > -1000 && sc < 1000 {
-					f := math.Ldexp(1, sc) // exact: a normal power of two
-					y[nat] = complex(float64(outs[0][ir])*f, float64(outs[0][ii])*f)
-				} else {
-					y[nat] = complex(math.Ldexp(float64(outs[0][ir]), sc), math.Ldexp(float64(outs[0][ii]), sc))
+				ore, oim := outs[0][re0:re0+r], outs[0][im0:im0+r]
+				for rr, nat := range nats {
+					if exact {
+						y[nat] = complex(float64(ore[rr])*f, float64(oim[rr])*f)
+					} else {
+						y[nat] = complex(math.Ldexp(float64(ore[rr]), sc), math.Ldexp(float64(oim[rr]), sc))
+					}
 				}
 				continue
 			}
 			// The pieces are added in the program's units and the sum is
 			// unscaled once: adding them after unscaling would round each
 			// to float64's subnormal grid for a subnormal signal.
-			var re, im float64
-			for k := len(outs) - 1; k >= 0; k-- {
-				re += math.Ldexp(float64(outs[k][ir]), p.comp.units[k])
-				im += math.Ldexp(float64(outs[k][ii]), p.comp.units[k])
+			for rr, nat := range nats {
+				var re, im float64
+				for k := len(outs) - 1; k >= 0; k-- {
+					re += math.Ldexp(float64(outs[k][re0+rr]), p.comp.units[k])
+					im += math.Ldexp(float64(outs[k][im0+rr]), p.comp.units[k])
+				}
+				y[nat] = complex(math.Ldexp(re, sc), math.Ldexp(im, sc))
 			}
-			sc := l.outShift - exps[b]
-			y[nat] = complex(math.Ldexp(re, sc), math.Ldexp(im, sc))
 		}
 	}
 	return res
