@@ -24,7 +24,7 @@ func EncodeScaled(dst []uint16, src []float64, exp int) int {
 		}
 		h, ok := encodeNormal(x)
 		if !ok {
-			h = uint16(FromFloat64(x))
+			h = encodeOther(x)
 		}
 		dst[i] = h
 		if bad < 0 && h&0x7c00 == 0x7c00 {
@@ -51,11 +51,11 @@ func EncodeComplexScaled(re, im []uint16, src []complex128, exp int) int {
 		}
 		hr, ok := encodeNormal(x)
 		if !ok {
-			hr = uint16(FromFloat64(x))
+			hr = encodeOther(x)
 		}
 		hi, ok := encodeNormal(y)
 		if !ok {
-			hi = uint16(FromFloat64(y))
+			hi = encodeOther(y)
 		}
 		re[i], im[i] = hr, hi
 		if bad < 0 && (hr&0x7c00 == 0x7c00 || hi&0x7c00 == 0x7c00) {
@@ -63,6 +63,15 @@ func EncodeComplexScaled(re, im []uint16, src []complex128, exp int) int {
 		}
 	}
 	return bad
+}
+
+// encodeOther is uint16(FromFloat64(x)) off encodeNormal's range, ±0
+// (common: sparse operands) first.
+func encodeOther(x float64) uint16 {
+	if x == 0 {
+		return uint16(math.Float64bits(x) >> 48)
+	}
+	return uint16(FromFloat64(x))
 }
 
 // encodeNormal is uint16(FromFloat64(x)) where the result is an fp16
@@ -103,6 +112,10 @@ func EncodeScaled32(dst []uint16, src []float32, exp int) int {
 		f := math.Float32bits(v * scale)
 		if a := f &^ (1 << 31); a-0x38800000 < 0x477ff000-0x38800000 {
 			dst[i] = uint16(f>>16&0x8000 | ((a+0x0fff+(a>>13&1))>>13 - (127-15)<<10))
+			continue
+		}
+		if v == 0 {
+			dst[i] = uint16(math.Float32bits(v) >> 16)
 			continue
 		}
 		h := FromFloat64(math.Ldexp(float64(v), exp))
@@ -148,6 +161,10 @@ func EncodeFloat32(dst []uint16, src []float32) int {
 			h := t - float32(t-x)
 			f := math.Float32bits(h)
 			dst[i] = uint16(f>>16&0x8000 | ((f&0x7fffffff)>>13 - (127-15)<<10))
+			continue
+		}
+		if x == 0 {
+			dst[i] = uint16(math.Float32bits(x) >> 16)
 			continue
 		}
 		h := FromFloat32(x)
