@@ -366,13 +366,14 @@ func (g *Graph) String() string {
 // attrString formats the attributes n's op uses.
 func attrString(n *Node) string {
 	a := &n.Attrs
+	if d, ok := unaryOps[n.Op]; ok && d.show != nil {
+		return d.show(a)
+	}
 	switch n.Op {
 	case OpConst:
 		if len(n.Data) == 1 {
 			return fmt.Sprintf("val=%g", n.Data[0])
 		}
-	case OpGelu:
-		return "mode=" + string(a.Gelu)
 	case OpMatMul:
 		return fmt.Sprintf("transpose_x=%v transpose_y=%v", a.TransposeX, a.TransposeY)
 	case OpConv2D:

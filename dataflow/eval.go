@@ -104,45 +104,15 @@ func evalNode(n *Node, x [][]float64, s []Shape) ([]float64, bool) {
 // evalOp is evalNode's body; nil means an unknown op.
 func evalOp(n *Node, x [][]float64, s []Shape) []float64 {
 	a := &n.Attrs
+	if d, ok := binaryOps[n.Op]; ok {
+		return evalBinary(n.Shape, x[0], s[0], x[1], s[1], d.eval)
+	}
+	if d, ok := unaryOps[n.Op]; ok {
+		return evalUnary(x[0], d.eval(a))
+	}
 	switch n.Op {
 	case OpConst:
 		return slices.Clone(n.Data)
-	case OpAdd:
-		return evalBinary(n.Shape, x[0], s[0], x[1], s[1], func(p, q float64) float64 { return p + q })
-	case OpSub:
-		return evalBinary(n.Shape, x[0], s[0], x[1], s[1], func(p, q float64) float64 { return p - q })
-	case OpMul:
-		return evalBinary(n.Shape, x[0], s[0], x[1], s[1], func(p, q float64) float64 { return p * q })
-	case OpDiv:
-		return evalBinary(n.Shape, x[0], s[0], x[1], s[1], func(p, q float64) float64 { return p / q })
-	case OpPow:
-		return evalBinary(n.Shape, x[0], s[0], x[1], s[1], math.Pow)
-	case OpMaximum:
-		return evalBinary(n.Shape, x[0], s[0], x[1], s[1], math.Max)
-	case OpMinimum:
-		return evalBinary(n.Shape, x[0], s[0], x[1], s[1], math.Min)
-	case OpNeg:
-		return evalUnary(x[0], func(v float64) float64 { return -v })
-	case OpAbs:
-		return evalUnary(x[0], math.Abs)
-	case OpSquare:
-		return evalUnary(x[0], func(v float64) float64 { return v * v })
-	case OpSqrt:
-		return evalUnary(x[0], math.Sqrt)
-	case OpRsqrt:
-		return evalUnary(x[0], func(v float64) float64 { return 1 / math.Sqrt(v) })
-	case OpExp:
-		return evalUnary(x[0], math.Exp)
-	case OpLog:
-		return evalUnary(x[0], math.Log)
-	case OpTanh:
-		return evalUnary(x[0], math.Tanh)
-	case OpSigmoid:
-		return evalUnary(x[0], sigmoid)
-	case OpRelu:
-		return evalUnary(x[0], func(v float64) float64 { return math.Max(v, 0) })
-	case OpGelu:
-		return evalUnary(x[0], geluFunc(a.Gelu))
 	case OpMatMul:
 		return evalMatMul(n.Shape, x[0], s[0], x[1], s[1], a.TransposeX, a.TransposeY)
 	case OpConv2D:
@@ -165,20 +135,6 @@ func evalOp(n *Node, x [][]float64, s []Shape) []float64 {
 		return evalPad(n.Shape, x[0], s[0], a.Pads, a.PadValue)
 	}
 	return nil
-}
-
-func sigmoid(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
-
-// geluFunc returns gelu's formula in mode.
-func geluFunc(mode GeluMode) func(float64) float64 {
-	switch mode {
-	case GeluTanh:
-		c := math.Sqrt(2 / math.Pi)
-		return func(v float64) float64 { return 0.5 * v * (1 + math.Tanh(c*(v+0.044715*v*v*v))) }
-	case GeluSigmoid:
-		return func(v float64) float64 { return v * sigmoid(1.702*v) }
-	}
-	return func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v/math.Sqrt2)) }
 }
 
 // strides are the row-major strides of s.

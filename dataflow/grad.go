@@ -322,71 +322,15 @@ func (b *gradder) rule(n *Node, gy Value, want []bool) []Value {
 			res[j] = b.sumTo(v, shapes[j])
 		}
 	}
+	if d, ok := binaryOps[n.Op]; ok && d.grad != nil {
+		d.grad(b, in[0], in[1], out, gy, want, unb)
+		return res
+	}
+	if d, ok := unaryOps[n.Op]; ok && d.grad != nil {
+		res[0] = d.grad(b, in[0], out, gy, a)
+		return res
+	}
 	switch n.Op {
-	case OpAdd:
-		unb(0, gy)
-		unb(1, gy)
-	case OpSub:
-		unb(0, gy)
-		if want[1] {
-			unb(1, g.Neg(gy))
-		}
-	case OpMul:
-		if want[0] {
-			unb(0, g.Mul(gy, in[1]))
-		}
-		if want[1] {
-			unb(1, g.Mul(gy, in[0]))
-		}
-	case OpDiv:
-		if want[0] {
-			unb(0, g.Div(gy, in[1]))
-		}
-		if want[1] {
-			unb(1, g.Neg(g.Div(g.Mul(gy, out), in[1])))
-		}
-	case OpPow:
-		if want[0] {
-			unb(0, g.Mul(gy, g.Mul(in[1], g.Pow(in[0], g.Sub(in[1], g.Scalar(1))))))
-		}
-		if want[1] {
-			unb(1, g.Mul(gy, g.Mul(out, g.Log(in[0]))))
-		}
-	case OpMaximum, OpMinimum:
-		// Maximum: x gets [x ≥ y], y gets [y > x]; Minimum mirrored.
-		d := g.Sub(in[1], in[0])
-		if n.Op == OpMinimum {
-			d = g.Sub(in[0], in[1])
-		}
-		py := b.pos(d)
-		if want[0] {
-			unb(0, g.Mul(gy, g.Sub(g.Scalar(1), py)))
-		}
-		if want[1] {
-			unb(1, g.Mul(gy, py))
-		}
-	case OpNeg:
-		res[0] = g.Neg(gy)
-	case OpAbs:
-		res[0] = g.Mul(gy, b.sign(in[0]))
-	case OpSquare:
-		res[0] = g.Mul(gy, g.Mul(in[0], g.Scalar(2)))
-	case OpSqrt:
-		res[0] = g.Div(gy, g.Mul(out, g.Scalar(2)))
-	case OpRsqrt:
-		res[0] = g.Mul(gy, g.Mul(g.Mul(out, g.Square(out)), g.Scalar(-0.5)))
-	case OpExp:
-		res[0] = g.Mul(gy, out)
-	case OpLog:
-		res[0] = g.Div(gy, in[0])
-	case OpTanh:
-		res[0] = g.Mul(gy, g.Sub(g.Scalar(1), g.Square(out)))
-	case OpSigmoid:
-		res[0] = g.Mul(gy, g.Mul(out, g.Sub(g.Scalar(1), out)))
-	case OpRelu:
-		res[0] = g.Mul(gy, b.pos(in[0]))
-	case OpGelu:
-		res[0] = b.gelu(in[0], gy, a.Gelu)
 	case OpMatMul:
 		b.matmul(in, shapes, gy, want, a, res)
 	case OpConv2D:
@@ -448,32 +392,6 @@ func (b *gradder) rule(n *Node, gy Value, want []bool) []Value {
 		g.failf("grad", ErrInvalid, "node %d: op %s has no gradient rule", n.ID, n.Op)
 	}
 	return res
-}
-
-// gelu is gy·gelu'(x) for the tanh and sigmoid forms.
-func (b *gradder) gelu(x, gy Value, mode GeluMode) Value {
-	g := b.g
-	switch mode {
-	case GeluTanh:
-		// y = ½x(1+t), t = tanh(c(x + a·x³)):
-		// y' = ½(1+t) + ½x(1−t²)·c(1 + 3a·x²).
-		const a = 0.044715
-		c := math.Sqrt(2 / math.Pi)
-		x2 := g.Square(x)
-		t := g.Tanh(g.Mul(g.Mul(x, g.Add(g.Mul(x2, g.Scalar(a)), g.Scalar(1))), g.Scalar(c)))
-		left := g.Mul(g.Add(t, g.Scalar(1)), g.Scalar(0.5))
-		inner := g.Mul(g.Add(g.Mul(x2, g.Scalar(3*a)), g.Scalar(1)), g.Scalar(0.5*c))
-		right := g.Mul(g.Mul(x, g.Sub(g.Scalar(1), g.Square(t))), inner)
-		return g.Mul(gy, g.Add(left, right))
-	case GeluSigmoid:
-		// y = x·σ(kx): y' = σ + k·x·σ(1−σ).
-		const k = 1.702
-		s := g.Sigmoid(g.Mul(x, g.Scalar(k)))
-		d := g.Add(s, g.Mul(g.Mul(x, g.Scalar(k)), g.Mul(s, g.Sub(g.Scalar(1), s))))
-		return g.Mul(gy, d)
-	}
-	g.failf("grad", ErrInvalid, "gelu in %s mode has no gradient rule (it needs erf, which the engine lacks): use %s or %s", mode, GeluTanh, GeluSigmoid)
-	return Value{}
 }
 
 // matmul: with X = op(x) [M, K] and Y = op(y) [K, N], dX = gy·Yᵀ and

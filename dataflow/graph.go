@@ -88,28 +88,12 @@ func (s Shape) String() string {
 // Op names an operation. The string is the op's name in messages.
 type Op string
 
-// The op set. Each op's meaning is defined by Eval.
+// The op set. Each op's meaning is defined by Eval. The elementwise ops
+// are declared with their descriptors: the binary ones (OpAdd … OpMinimum)
+// in binary.go, the unary ones (OpNeg … OpGelu) in unary.go.
 const (
 	OpInput      Op = "input"
 	OpConst      Op = "const"
-	OpAdd        Op = "add"
-	OpSub        Op = "sub"
-	OpMul        Op = "mul"
-	OpDiv        Op = "div"
-	OpPow        Op = "pow"
-	OpMaximum    Op = "maximum"
-	OpMinimum    Op = "minimum"
-	OpNeg        Op = "neg"
-	OpAbs        Op = "abs"
-	OpSquare     Op = "square"
-	OpSqrt       Op = "sqrt"
-	OpRsqrt      Op = "rsqrt"
-	OpExp        Op = "exp"
-	OpLog        Op = "log"
-	OpTanh       Op = "tanh"
-	OpSigmoid    Op = "sigmoid"
-	OpRelu       Op = "relu"
-	OpGelu       Op = "gelu"
 	OpMatMul     Op = "matmul"
 	OpConv2D     Op = "conv2d"
 	OpReduceSum  Op = "reduce_sum"

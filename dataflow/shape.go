@@ -109,15 +109,21 @@ func axesShape(s Shape, axes []int) Shape {
 	return out
 }
 
-// arity is the number of operands each op takes; −1 means variadic.
+// arity is the number of operands each op takes; −1 means variadic, −2
+// an unknown op.
 func arity(op Op) int {
+	if _, ok := binaryOps[op]; ok {
+		return 2
+	}
+	if _, ok := unaryOps[op]; ok {
+		return 1
+	}
 	switch op {
 	case OpInput, OpConst:
 		return 0
-	case OpAdd, OpSub, OpMul, OpDiv, OpPow, OpMaximum, OpMinimum, OpMatMul, OpConv2D:
+	case OpMatMul, OpConv2D:
 		return 2
-	case OpNeg, OpAbs, OpSquare, OpSqrt, OpRsqrt, OpExp, OpLog, OpTanh, OpSigmoid, OpRelu, OpGelu,
-		OpReduceSum, OpReduceMean, OpReduceMax, OpSoftmax, OpReshape, OpTranspose, OpSlice, OpPad:
+	case OpReduceSum, OpReduceMean, OpReduceMax, OpSoftmax, OpReshape, OpTranspose, OpSlice, OpPad:
 		return 1
 	case OpLayerNorm, OpConcat:
 		return -1
@@ -162,25 +168,22 @@ func infer(op Op, s []Shape, dt []DType, a *Attrs) (Shape, DType, error) {
 
 // inferShape is infer's shape rule for each op.
 func inferShape(op Op, s []Shape, a *Attrs) (Shape, error) {
-	switch op {
-	case OpAdd, OpSub, OpMul, OpDiv, OpPow, OpMaximum, OpMinimum:
+	if _, ok := binaryOps[op]; ok {
 		out, ok := broadcast(s[0], s[1])
 		if !ok {
 			return nil, opError(op, ErrShape, "shapes %v and %v do not broadcast", s[0], s[1])
 		}
 		return out, nil
-
-	case OpNeg, OpAbs, OpSquare, OpSqrt, OpRsqrt, OpExp, OpLog, OpTanh, OpSigmoid, OpRelu:
-		return s[0].Clone(), nil
-
-	case OpGelu:
-		switch a.Gelu {
-		case GeluExact, GeluTanh, GeluSigmoid:
-		default:
-			return nil, opError(op, ErrInvalid, "unknown mode %q (want %s, %s or %s)", a.Gelu, GeluExact, GeluTanh, GeluSigmoid)
+	}
+	if d, ok := unaryOps[op]; ok {
+		if d.check != nil {
+			if err := d.check(op, a); err != nil {
+				return nil, err
+			}
 		}
 		return s[0].Clone(), nil
-
+	}
+	switch op {
 	case OpMatMul:
 		return inferMatMul(s[0], s[1], a)
 
