@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/lower/mil"
 )
 
 // Status says how a target runs an op.
@@ -56,6 +57,23 @@ type Capability struct {
 	// transcendentals, the cliffs below fp16's range. The simulator models
 	// the ones it can (see package shim/sim).
 	Caveats string
+
+	// args are the constant arguments an elementwise op (one of
+	// dataflow.UnaryOps or BinaryOps) is emitted with besides its
+	// operands, written before them: log's epsilon, gelu's mode. Nil for
+	// none. Every other fact of such an op's emission is in the entry:
+	// the MIL name, and the operands x (and y).
+	args func(a dataflow.Attrs) []constArg
+	// fuses: the engine applies the MIL op to a conv's or matmul's result
+	// on its way out, the value between them never stored (Estimate).
+	fuses bool
+}
+
+// constArg is one constant argument of an emitted op: the emitter writes
+// it as a const named after the op's output and the argument.
+type constArg struct {
+	name string
+	lit  *mil.Literal
 }
 
 // StatusOn is the op's status on the named target.
@@ -80,15 +98,15 @@ const (
 // Verified were reported compiling on hardware; the others follow MIL's
 // definition and await a device run.
 var registry = []Capability{
-	{Op: dataflow.OpAdd, MIL: "add", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling},
-	{Op: dataflow.OpSub, MIL: "sub", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling},
-	{Op: dataflow.OpMul, MIL: "mul", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling,
+	{Op: dataflow.OpAdd, MIL: "add", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, fuses: true},
+	{Op: dataflow.OpSub, MIL: "sub", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, fuses: true},
+	{Op: dataflow.OpMul, MIL: "mul", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, fuses: true,
 		RejectedBy: "a mul of a reduction by a constant 0 is reported to fail to compile; the lowering never emits a multiplication by a constant zero"},
-	{Op: dataflow.OpDiv, MIL: "real_div", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling},
+	{Op: dataflow.OpDiv, MIL: "real_div", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, fuses: true},
 	{Op: dataflow.OpPow, MIL: "pow", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling,
 		Caveats: "table-based on M1 (not correctly rounded); the narrow simulator gives it a relative error of up to 2⁻¹⁰"},
-	{Op: dataflow.OpMaximum, MIL: "maximum", MaxRank: 5, Status: Native, Notes: "NaN handling unconfirmed", Evidence: noReport, Caveats: noNaN},
-	{Op: dataflow.OpMinimum, MIL: "minimum", MaxRank: 5, Status: Native, Notes: "NaN handling unconfirmed", Evidence: noReport, Caveats: noNaN},
+	{Op: dataflow.OpMaximum, MIL: "maximum", MaxRank: 5, Status: Native, Notes: "NaN handling unconfirmed", Evidence: noReport, Caveats: noNaN, fuses: true},
+	{Op: dataflow.OpMinimum, MIL: "minimum", MaxRank: 5, Status: Native, Notes: "NaN handling unconfirmed", Evidence: noReport, Caveats: noNaN, fuses: true},
 	{Op: dataflow.OpNeg, MIL: "mul", MaxRank: 5, Status: Decomposed, Via: "neg-to-mul", Notes: "MIL has no neg; x·(−1) is exact", Evidence: seenCompiling},
 	{Op: dataflow.OpAbs, MIL: "abs", MaxRank: 5, Status: Native, Evidence: noReport},
 	{Op: dataflow.OpSquare, MIL: "mul", MaxRank: 5, Status: Decomposed, Via: "square-to-mul", Evidence: seenCompiling},
@@ -100,14 +118,16 @@ var registry = []Capability{
 	{Op: dataflow.OpExp, MIL: "exp", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling,
 		Caveats: "table-based on M1 (not correctly rounded); the narrow simulator gives it a relative error of up to 2⁻¹⁰"},
 	{Op: dataflow.OpLog, MIL: "log", MaxRank: 5, Status: Native, Verified: true, Notes: "emitted with epsilon = 0",
-		Evidence: seenCompiling + " (with an epsilon argument)", Caveats: tableBased},
-	{Op: dataflow.OpTanh, MIL: "tanh", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, Caveats: tableBased},
-	{Op: dataflow.OpSigmoid, MIL: "sigmoid", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, Caveats: tableBased},
-	{Op: dataflow.OpRelu, MIL: "relu", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling},
+		Evidence: seenCompiling + " (with an epsilon argument)", Caveats: tableBased,
+		args: func(dataflow.Attrs) []constArg { return []constArg{{"epsilon", mil.FP16(0)}} }},
+	{Op: dataflow.OpTanh, MIL: "tanh", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, Caveats: tableBased, fuses: true},
+	{Op: dataflow.OpSigmoid, MIL: "sigmoid", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, Caveats: tableBased, fuses: true},
+	{Op: dataflow.OpRelu, MIL: "relu", MaxRank: 5, Status: Native, Verified: true, Evidence: seenCompiling, fuses: true},
 	{Op: dataflow.OpGelu, MIL: "gelu", MaxRank: 5, Status: Native, Verified: true, Notes: "mode is required on the device",
 		Evidence:   "compiled by a public engine library (with its mode argument)",
 		RejectedBy: "rejected in another public project's report: whether it compiles depends on the route or the OS version",
-		Caveats:    "measured about 0.08 relative error on M1; the narrow simulator gives it up to 2⁻¹⁰"},
+		Caveats:    "measured about 0.08 relative error on M1; the narrow simulator gives it up to 2⁻¹⁰",
+		fuses:      true, args: geluArgs},
 	{Op: dataflow.OpMatMul, MIL: "matmul", MinRank: 2, MaxRank: 5, Status: Native, Verified: true, Notes: "a constant 2-D right operand becomes a 1×1 conv",
 		Evidence: seenCompiling + " (with transpose_x and transpose_y)" + measured,
 		Caveats:  matmulCliff + "; two transpose-fed matmuls were reported to give Inf on M5 with every partial sum below 17321 (open)"},
@@ -136,6 +156,29 @@ var registry = []Capability{
 		Caveats:  "a slice at a nonzero last-axis (width) offset saturates |x| > 4094 to ±Inf before A16 (M1–M4); M5 has no such clamp"},
 	{Op: dataflow.OpPad, MIL: "pad", MaxRank: 5, Status: Native, Notes: "constant mode", Evidence: noReport},
 }
+
+// geluArgs: the device requires gelu's mode.
+func geluArgs(a dataflow.Attrs) []constArg {
+	mode := a.Gelu
+	if mode == "" {
+		mode = dataflow.GeluExact
+	}
+	return []constArg{{"mode", mil.String(string(mode))}}
+}
+
+// operandCount is the number of operands of each elementwise op
+// (dataflow.UnaryOps and BinaryOps); emit and the rewrites build these ops
+// from their registry entries and descriptors alone.
+var operandCount = func() map[dataflow.Op]int {
+	m := map[dataflow.Op]int{}
+	for _, op := range dataflow.UnaryOps() {
+		m[op] = 1
+	}
+	for _, op := range dataflow.BinaryOps() {
+		m[op] = 2
+	}
+	return m
+}()
 
 // Rejection is a MIL op, or a form of one, that public reports say the
 // engine rejects or mishandles, with no dataflow op of its own.

@@ -366,19 +366,23 @@ func (e *emitter) emitOp(n *dataflow.Node) error {
 	a := n.Attrs
 	t := typ(n.Shape)
 	k := func(suffix string, lit *mil.Literal) mil.Expr { return ref(e.constant(out+"_"+suffix, lit)) }
-	switch n.Op {
-	case dataflow.OpAdd, dataflow.OpSub, dataflow.OpMul, dataflow.OpDiv, dataflow.OpPow, dataflow.OpMaximum, dataflow.OpMinimum:
-		e.op(t, out, c.MIL, arg("x", in(0)), arg("y", in(1)))
-	case dataflow.OpAbs, dataflow.OpSqrt, dataflow.OpExp, dataflow.OpTanh, dataflow.OpSigmoid, dataflow.OpRelu:
-		e.op(t, out, c.MIL, arg("x", in(0)))
-	case dataflow.OpLog:
-		e.op(t, out, "log", arg("epsilon", k("epsilon", mil.FP16(0))), arg("x", in(0)))
-	case dataflow.OpGelu:
-		mode := a.Gelu
-		if mode == "" {
-			mode = dataflow.GeluExact
+	if operands := operandCount[n.Op]; operands > 0 {
+		// An elementwise op: its registry entry's MIL op on its
+		// constant arguments, then x (and y).
+		var args []mil.Arg
+		if c.args != nil {
+			for _, ca := range c.args(a) {
+				args = append(args, arg(ca.name, k(ca.name, ca.lit)))
+			}
 		}
-		e.op(t, out, "gelu", arg("mode", k("mode", mil.String(string(mode)))), arg("x", in(0)))
+		for i, name := range []string{"x", "y"}[:operands] {
+			args = append(args, arg(name, in(i)))
+		}
+		e.op(t, out, c.MIL, args...)
+		e.vars[n.ID] = out
+		return nil
+	}
+	switch n.Op {
 	case dataflow.OpMatMul:
 		e.op(t, out, "matmul",
 			arg("transpose_x", k("transpose_x", mil.Bool(a.TransposeX))),

@@ -316,13 +316,20 @@ type priced struct {
 	fused   bool
 }
 
-// fusable are the elementwise ops the engine can apply to a conv's or
+// fusable are the elementwise MIL ops the engine can apply to a conv's or
 // matmul's result on its way out (a bias, a scale, an activation, a
-// residual add), the value between them never stored.
-var fusable = map[string]bool{
-	"add": true, "sub": true, "mul": true, "real_div": true, "maximum": true, "minimum": true,
-	"relu": true, "gelu": true, "tanh": true, "sigmoid": true, "silu": true, "clip": true,
-}
+// residual add), the value between them never stored: those of the
+// registry's entries marked fuses, and silu and clip, which no dataflow op
+// lowers to.
+var fusable = func() map[string]bool {
+	m := map[string]bool{"silu": true, "clip": true}
+	for _, c := range registry {
+		if c.fuses {
+			m[c.MIL] = true
+		}
+	}
+	return m
+}()
 
 // price places every node's bytes in DRAM or on chip and prices the node.
 func (f family) price(prog *counted) []priced {

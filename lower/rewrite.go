@@ -132,6 +132,12 @@ func (r *rewriter) copyNode(n *dataflow.Node, in []dataflow.Value) dataflow.Valu
 		return dataflow.Value{}
 	}
 	x, y := arg(0), arg(1)
+	switch operandCount[n.Op] {
+	case 1:
+		return g.Unary(n.Op, a, x)
+	case 2:
+		return g.Binary(n.Op, x, y)
+	}
 	switch n.Op {
 	case dataflow.OpInput:
 		return g.Input(n.Name, n.Shape)
@@ -140,42 +146,6 @@ func (r *rewriter) copyNode(n *dataflow.Node, in []dataflow.Value) dataflow.Valu
 			return g.Scalar(n.Data[0])
 		}
 		return g.Const(n.Name, n.Shape, n.Data)
-	case dataflow.OpAdd:
-		return g.Add(x, y)
-	case dataflow.OpSub:
-		return g.Sub(x, y)
-	case dataflow.OpMul:
-		return g.Mul(x, y)
-	case dataflow.OpDiv:
-		return g.Div(x, y)
-	case dataflow.OpPow:
-		return g.Pow(x, y)
-	case dataflow.OpMaximum:
-		return g.Maximum(x, y)
-	case dataflow.OpMinimum:
-		return g.Minimum(x, y)
-	case dataflow.OpNeg:
-		return g.Neg(x)
-	case dataflow.OpAbs:
-		return g.Abs(x)
-	case dataflow.OpSquare:
-		return g.Square(x)
-	case dataflow.OpSqrt:
-		return g.Sqrt(x)
-	case dataflow.OpRsqrt:
-		return g.Rsqrt(x)
-	case dataflow.OpExp:
-		return g.Exp(x)
-	case dataflow.OpLog:
-		return g.Log(x)
-	case dataflow.OpTanh:
-		return g.Tanh(x)
-	case dataflow.OpSigmoid:
-		return g.Sigmoid(x)
-	case dataflow.OpRelu:
-		return g.Relu(x)
-	case dataflow.OpGelu:
-		return g.Gelu(x, a.Gelu)
 	case dataflow.OpMatMul:
 		return g.MatMul(x, y, a.TransposeX, a.TransposeY)
 	case dataflow.OpConv2D:
