@@ -3,7 +3,6 @@ package shimtest
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
@@ -15,7 +14,8 @@ import (
 // in two parts:
 //
 //   - propagated: the largest change of the exact op when each operand
-//     element moves by at most its bound (worked out per op below, with
+//     element moves by at most its bound (worked out per op below, and
+//     for the elementwise ops in their entries of elementwiseRules, with
 //     the second-order terms kept, so it is a bound, not an estimate);
 //   - local: what the op may add on the operands it is given, the op
 //     suite's own allowance (opULPs, the dot and running-sum formulas),
@@ -29,13 +29,17 @@ import (
 
 // opULPs is the local allowance, in fp16 ulps of the exact result, of the
 // ops whose error is not exact by construction and not a sum of products:
-// the same figures the op cases use.
-var opULPs = map[dataflow.Op]float64{
-	dataflow.OpAdd: 1, dataflow.OpSub: 1, dataflow.OpMul: 1, dataflow.OpDiv: 1,
-	dataflow.OpSquare: 1, dataflow.OpSqrt: 1, dataflow.OpRsqrt: 2, dataflow.OpPow: 2,
-	dataflow.OpExp: 2, dataflow.OpLog: 2, dataflow.OpTanh: 2, dataflow.OpSigmoid: 2,
-	dataflow.OpGelu: 2, dataflow.OpSoftmax: 4, dataflow.OpLayerNorm: 4,
-}
+// the same figures the op cases use (the elementwise ones from their
+// entries in elementwiseRules).
+var opULPs = func() map[dataflow.Op]float64 {
+	m := map[dataflow.Op]float64{dataflow.OpSoftmax: 4, dataflow.OpLayerNorm: 4}
+	for _, r := range elementwiseRules {
+		if r.ulps > 0 {
+			m[r.op] = r.ulps
+		}
+	}
+	return m
+}()
 
 // geluLipschitz bounds |GELU′| for every mode: the exact form's derivative
 // Φ(x) + x·φ(x) peaks at x = √2 with 1.1289, the tanh and sigmoid forms
@@ -149,42 +153,6 @@ func apply(n *dataflow.Node, attrs dataflow.Attrs, args []operand) ([]float64, e
 	a := attrs
 	var y dataflow.Value
 	switch n.Op {
-	case dataflow.OpAdd:
-		y = g.Add(in[0], in[1])
-	case dataflow.OpSub:
-		y = g.Sub(in[0], in[1])
-	case dataflow.OpMul:
-		y = g.Mul(in[0], in[1])
-	case dataflow.OpDiv:
-		y = g.Div(in[0], in[1])
-	case dataflow.OpPow:
-		y = g.Pow(in[0], in[1])
-	case dataflow.OpMaximum:
-		y = g.Maximum(in[0], in[1])
-	case dataflow.OpMinimum:
-		y = g.Minimum(in[0], in[1])
-	case dataflow.OpNeg:
-		y = g.Neg(in[0])
-	case dataflow.OpAbs:
-		y = g.Abs(in[0])
-	case dataflow.OpSquare:
-		y = g.Square(in[0])
-	case dataflow.OpSqrt:
-		y = g.Sqrt(in[0])
-	case dataflow.OpRsqrt:
-		y = g.Rsqrt(in[0])
-	case dataflow.OpExp:
-		y = g.Exp(in[0])
-	case dataflow.OpLog:
-		y = g.Log(in[0])
-	case dataflow.OpTanh:
-		y = g.Tanh(in[0])
-	case dataflow.OpSigmoid:
-		y = g.Sigmoid(in[0])
-	case dataflow.OpRelu:
-		y = g.Relu(in[0])
-	case dataflow.OpGelu:
-		y = g.Gelu(in[0], a.Gelu)
 	case dataflow.OpMatMul:
 		y = g.MatMul(in[0], in[1], a.TransposeX, a.TransposeY)
 	case dataflow.OpConv2D:
@@ -219,7 +187,14 @@ func apply(n *dataflow.Node, attrs dataflow.Attrs, args []operand) ([]float64, e
 	case dataflow.OpPad:
 		y = g.Pad(in[0], a.Pads, a.PadValue)
 	default:
-		return nil, fmt.Errorf("shimtest: no error analysis for op %q: add its rule to the layer bound", n.Op)
+		switch arityOf[n.Op] { // the elementwise ops, by their dataflow descriptors
+		case 1:
+			y = g.Unary(n.Op, a, in[0])
+		case 2:
+			y = g.Binary(n.Op, in[0], in[1])
+		default:
+			return nil, fmt.Errorf("shimtest: no error analysis for op %q: add its rule to the layer bound", n.Op)
+		}
 	}
 	g.Output("y", y)
 	out, err := dataflow.Eval(g, feed)
@@ -267,31 +242,19 @@ func (a *analysis) bound(n *dataflow.Node, num numerics) ([]float64, error) {
 	v := a.vals[n.ID]
 	ulps := func(i int, mag float64) float64 { return ulpsAt(n.Op, opULPs[n.Op], mag, num) }
 	var none func(int, float64) float64 // exact ops
-	switch n.Op {
-	case dataflow.OpAdd, dataflow.OpSub, dataflow.OpMul, dataflow.OpDiv, dataflow.OpPow, dataflow.OpMaximum, dataflow.OpMinimum:
-		prop := binaryBound(n, vals, errs)
-		if n.Op == dataflow.OpMaximum || n.Op == dataflow.OpMinimum {
+	if r, ok := elementwiseRuleOf[n.Op]; ok {
+		var prop []float64
+		if r.binary != nil {
+			prop = binaryBound(n, vals, errs)
+		} else {
+			prop = unaryBound(n.Op, vals[0].data, errs[0].data)
+		}
+		if r.ulps == 0 {
 			return finish(v, prop, none, num), nil
 		}
 		return finish(v, prop, ulps, num), nil
-	case dataflow.OpNeg, dataflow.OpAbs, dataflow.OpRelu:
-		// 1-Lipschitz and exact on the device (neg is a mul by −1).
-		return finish(v, slices.Clone(errs[0].data), none, num), nil
-	case dataflow.OpSquare:
-		x, e := vals[0].data, errs[0].data
-		prop := make([]float64, len(x))
-		for i := range x {
-			prop[i] = 2*math.Abs(x[i])*e[i] + e[i]*e[i]
-		}
-		return finish(v, prop, ulps, num), nil
-	case dataflow.OpSqrt, dataflow.OpRsqrt, dataflow.OpExp, dataflow.OpLog, dataflow.OpTanh, dataflow.OpSigmoid:
-		return finish(v, monotoneBound(n.Op, vals[0].data, errs[0].data), ulps, num), nil
-	case dataflow.OpGelu:
-		prop := make([]float64, len(v))
-		for i, e := range errs[0].data {
-			prop[i] = geluLipschitz * e
-		}
-		return finish(v, prop, ulps, num), nil
+	}
+	switch n.Op {
 	case dataflow.OpMatMul, dataflow.OpConv2D:
 		return a.dotBound(n, vals, errs, num)
 	case dataflow.OpReduceSum, dataflow.OpReduceMean:
@@ -338,80 +301,6 @@ func broadcastIndex(out, s dataflow.Shape) []int {
 		idx[i] = k
 	}
 	return idx
-}
-
-// binaryBound is the propagated bound of a broadcasting binary op: for
-// x' = x + δx, y' = y + δy with |δx| ≤ ex, |δy| ≤ ey,
-//
-//	add, sub:  ex + ey
-//	mul:       |x|·ey + |y|·ex + ex·ey
-//	div:       (ex·|y| + |x|·ey) / (|y|·(|y| − ey)), +Inf when |y| ≤ ey
-//	pow:       |x^y|·(exp(d) − 1), d = (|y| + ey)·|Δln x| + ey·|ln x|, x > ex
-//	max, min:  max(ex, ey) (1-Lipschitz in each operand)
-func binaryBound(n *dataflow.Node, vals, errs []operand) []float64 {
-	ix, iy := broadcastIndex(n.Shape, vals[0].shape), broadcastIndex(n.Shape, vals[1].shape)
-	out := make([]float64, n.Shape.Size())
-	for i := range out {
-		x, y := vals[0].data[ix[i]], vals[1].data[iy[i]]
-		ex, ey := errs[0].data[ix[i]], errs[1].data[iy[i]]
-		ax, ay := math.Abs(x), math.Abs(y)
-		switch n.Op {
-		case dataflow.OpAdd, dataflow.OpSub:
-			out[i] = ex + ey
-		case dataflow.OpMul:
-			out[i] = ax*ey + ay*ex + ex*ey
-		case dataflow.OpDiv:
-			if ay <= ey {
-				out[i] = math.Inf(1)
-			} else {
-				out[i] = (ex*ay + ax*ey) / (ay * (ay - ey))
-			}
-		case dataflow.OpPow:
-			if x <= ex {
-				out[i] = math.Inf(1)
-			} else {
-				dln := math.Max(math.Log(x)-math.Log(x-ex), math.Log(x+ex)-math.Log(x))
-				d := (ay+ey)*dln + ey*math.Abs(math.Log(x))
-				out[i] = math.Pow(x, y) * math.Expm1(d)
-			}
-		case dataflow.OpMaximum, dataflow.OpMinimum:
-			out[i] = math.Max(ex, ey)
-		}
-	}
-	return out
-}
-
-// monotoneBound is the propagated bound of a monotone unary f: the larger
-// of |f(x ± e) − f(x)| (exact, no linearization), +Inf where x − e leaves
-// the domain of sqrt, rsqrt or log.
-func monotoneBound(op dataflow.Op, x, e []float64) []float64 {
-	var f func(float64) float64
-	lo := math.Inf(-1) // the domain is (lo, ∞) or [lo, ∞) for sqrt
-	switch op {
-	case dataflow.OpSqrt:
-		f, lo = math.Sqrt, 0
-	case dataflow.OpRsqrt:
-		f, lo = func(v float64) float64 { return 1 / math.Sqrt(v) }, 0
-	case dataflow.OpExp:
-		f = math.Exp
-	case dataflow.OpLog:
-		f, lo = math.Log, 0
-	case dataflow.OpTanh:
-		f = math.Tanh
-	case dataflow.OpSigmoid:
-		f = func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
-	}
-	out := make([]float64, len(x))
-	for i := range x {
-		a, b := x[i]-e[i], x[i]+e[i]
-		if a < lo || (a == lo && op != dataflow.OpSqrt) {
-			out[i] = math.Inf(1)
-			continue
-		}
-		fx := f(x[i])
-		out[i] = math.Max(math.Abs(f(a)-fx), math.Abs(f(b)-fx))
-	}
-	return out
 }
 
 // dotBound bounds a matmul or conv y = Σ aₖbₖ. With A = |a| + ea and B =

@@ -34,7 +34,7 @@ func TestPropagationRulesAreBounds(t *testing.T) {
 		return ruleCase{name: string(op), shapes: []dataflow.Shape{row}, lo: []float64{lo}, hi: []float64{hi}, emax: 0.05,
 			build: func(g *dataflow.Graph, in []dataflow.Value) dataflow.Value { return f(g, in[0]) },
 			rule: func(n *dataflow.Node, vals, errs []operand) []float64 {
-				return monotoneBound(op, vals[0].data, errs[0].data)
+				return unaryBound(op, vals[0].data, errs[0].data)
 			}}
 	}
 	cases := []ruleCase{

@@ -99,33 +99,10 @@ func unary(op dataflow.Op, lo, hi float64, b boundKind, ulps float64, f func(*da
 		build: func(g *dataflow.Graph, v []dataflow.Value, _ constFn) dataflow.Value { return f(g, v[0]) }}
 }
 
-func binary(op dataflow.Op, y inputSpec, b boundKind, ulps float64, f func(*dataflow.Graph, dataflow.Value, dataflow.Value) dataflow.Value) opCase {
-	return opCase{op: op, inputs: []inputSpec{in("x", mat, -4, 4), y}, bound: b, ulps: ulps,
-		build: func(g *dataflow.Graph, v []dataflow.Value, _ constFn) dataflow.Value { return f(g, v[0], v[1]) }}
-}
-
-// cases covers every op of the registry at least once.
+// cases covers every op of the registry at least once: the elementwise
+// ops' cases from their entries in elementwiseRules, then the others.
 func cases() []opCase {
-	return []opCase{
-		binary(dataflow.OpAdd, in("y", row, -4, 4), rounded, 1, (*dataflow.Graph).Add),
-		binary(dataflow.OpSub, in("y", mat, -4, 4), rounded, 1, (*dataflow.Graph).Sub),
-		binary(dataflow.OpMul, in("y", mat, -4, 4), rounded, 1, (*dataflow.Graph).Mul),
-		binary(dataflow.OpDiv, signed("y", mat, 0.5, 2), rounded, 1, (*dataflow.Graph).Div),
-		binary(dataflow.OpMaximum, in("y", mat, -4, 4), exact, 0, (*dataflow.Graph).Maximum),
-		binary(dataflow.OpMinimum, in("y", mat, -4, 4), exact, 0, (*dataflow.Graph).Minimum),
-		{op: dataflow.OpPow, inputs: []inputSpec{in("x", mat, 0.25, 4), in("y", mat, -2, 2)}, bound: rounded, ulps: 2,
-			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value { return g.Pow(v[0], v[1]) }},
-		unary(dataflow.OpNeg, -4, 4, exact, 0, (*dataflow.Graph).Neg),
-		unary(dataflow.OpAbs, -4, 4, exact, 0, (*dataflow.Graph).Abs),
-		unary(dataflow.OpSquare, -8, 8, rounded, 1, (*dataflow.Graph).Square),
-		unary(dataflow.OpSqrt, 0.01, 100, rounded, 1, (*dataflow.Graph).Sqrt),
-		unary(dataflow.OpRsqrt, 0.01, 100, rounded, 2, (*dataflow.Graph).Rsqrt),
-		unary(dataflow.OpExp, -4, 4, rounded, 2, (*dataflow.Graph).Exp),
-		unary(dataflow.OpLog, 0.01, 100, rounded, 2, (*dataflow.Graph).Log),
-		unary(dataflow.OpTanh, -3, 3, rounded, 2, (*dataflow.Graph).Tanh),
-		unary(dataflow.OpSigmoid, -6, 6, rounded, 2, (*dataflow.Graph).Sigmoid),
-		unary(dataflow.OpRelu, -4, 4, exact, 0, (*dataflow.Graph).Relu),
-		unary(dataflow.OpGelu, -4, 4, rounded, 2, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Gelu(x, dataflow.GeluExact) }),
+	return append(elementwiseCases(), []opCase{
 		{op: dataflow.OpMatMul, name: "two inputs", inputs: []inputSpec{in("x", mat, -1, 1), in("y", dataflow.Shape{40, 24}, -1, 1)}, bound: dot, k: 40,
 			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value {
 				return g.MatMul(v[0], v[1], false, false)
@@ -171,7 +148,7 @@ func cases() []opCase {
 			build: func(g *dataflow.Graph, v []dataflow.Value, c constFn) dataflow.Value { return g.Concat(1, v[0], v[1]) }},
 		unary(dataflow.OpSlice, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Slice(x, []int{1, 3}, []int{2, -1}) }),
 		unary(dataflow.OpPad, -4, 4, exact, 0, func(g *dataflow.Graph, x dataflow.Value) dataflow.Value { return g.Pad(x, []int{1, 0, 2, 5}, 0.5) }),
-	}
+	}...)
 }
 
 // seq is a deterministic weight pattern in [−1, 1).
@@ -187,11 +164,17 @@ func seq(n int) []float64 {
 func narrow(info shim.Info) bool { return info.Target.Accumulator == engine.Narrow }
 
 // tableOps are the transcendentals the engine computes from tables: not
-// correctly rounded, within lutError relative on a narrow model.
-var tableOps = map[dataflow.Op]bool{
-	dataflow.OpPow: true, dataflow.OpSqrt: true, dataflow.OpRsqrt: true, dataflow.OpExp: true,
-	dataflow.OpLog: true, dataflow.OpTanh: true, dataflow.OpSigmoid: true, dataflow.OpGelu: true,
-}
+// correctly rounded, within lutError relative on a narrow model. They are
+// the entries of elementwiseRules marked table.
+var tableOps = func() map[dataflow.Op]bool {
+	m := map[dataflow.Op]bool{}
+	for _, r := range elementwiseRules {
+		if r.table {
+			m[r.op] = true
+		}
+	}
+	return m
+}()
 
 // lutError is the relative error a table-based transcendental may add
 // before its result is rounded to fp16: 2⁻¹⁰, twice fp16's unit roundoff.
