@@ -145,10 +145,25 @@ func checkMatrix(fn, name string, a mat.Matrix) (m, n int, err error) {
 	if m == 0 || n == 0 {
 		return 0, 0, fmt.Errorf("linalg: %s: %s is empty (%d×%d): %w", fn, name, m, n, ErrShape)
 	}
+	bad := func(i, j int, v float64) error {
+		return fmt.Errorf("linalg: %s: %s[%d][%d] = %v; every entry must be finite: %w", fn, name, i, j, v, ErrRange)
+	}
+	if rm, ok := a.(mat.RawMatrixer); ok {
+		if raw := rm.RawMatrix(); raw.Rows == m && raw.Cols == n {
+			for i := range m {
+				for j, v := range raw.Data[i*raw.Stride : i*raw.Stride+n] {
+					if v-v != 0 { // NaN or ±Inf
+						return 0, 0, bad(i, j, v)
+					}
+				}
+			}
+			return m, n, nil
+		}
+	}
 	for i := range m {
 		for j := range n {
 			if v := a.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
-				return 0, 0, fmt.Errorf("linalg: %s: %s[%d][%d] = %v; every entry must be finite: %w", fn, name, i, j, v, ErrRange)
+				return 0, 0, bad(i, j, v)
 			}
 		}
 	}
