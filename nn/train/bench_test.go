@@ -74,7 +74,9 @@ func BenchmarkGonumStepMLP512(b *testing.B) {
 	h := make([]float64, B*hid)
 	logits := make([]float64, B*out)
 	dh := make([]float64, B*hid)
-	gen := func(r, c int, d []float64) blas64.General { return blas64.General{Rows: r, Cols: c, Stride: c, Data: d} }
+	gen := func(r, c int, d []float64) blas64.General {
+		return blas64.General{Rows: r, Cols: c, Stride: c, Data: d}
+	}
 	step := 0
 	var loss float64
 	start := time.Now()
