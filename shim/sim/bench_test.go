@@ -257,3 +257,53 @@ func BenchmarkScalarOps(b *testing.B) {
 	p := program([]port{in("x", 1, 1), in("y", 1, 1)}, sb.String(), []port{in(prev, 1, 1)})
 	benchRun(b, p, [][]float32{{1.5}, {0.75}}, 5*steps, "op")
 }
+
+// BenchmarkElementwise times each elementwise op on a [64, 1024] operand
+// (with a second [64, 1024] operand, or a [1, 1] one: "scalar", for the
+// binary ops) under both numerics models: the per-element kernels.
+func BenchmarkElementwise(b *testing.B) {
+	const r, c = 64, 1024
+	v := []int{r, c}
+	rng := newRNG(35)
+	x, y := make([]float32, r*c), make([]float32, r*c)
+	for i := range x {
+		x[i] = float32(fp16.Round64(0x1p-4 + 4*rng.Float64()))
+		y[i] = float32(fp16.Round64(0x1p-4 + 4*rng.Float64()))
+	}
+	type bench struct {
+		name string
+		p    *lower.Program
+		in   [][]float32
+	}
+	var cases []bench
+	for _, op := range []string{"abs", "square", "sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu"} {
+		extra, args := "", []string{"x = x"}
+		if op == "gelu" {
+			extra, args = cStr("m", "EXACT"), append(args, "mode = m")
+		}
+		p := program([]port{in("x", v...)}, extra+stmt("z", v, op, args...), []port{in("z", v...)})
+		cases = append(cases, bench{op, p, [][]float32{x}})
+	}
+	for _, op := range []string{"add", "sub", "mul", "real_div", "pow", "maximum", "minimum"} {
+		p := program([]port{in("x", v...), in("y", v...)}, stmt("z", v, op, "x = x", "y = y"), []port{in("z", v...)})
+		cases = append(cases, bench{op, p, [][]float32{x, y}})
+		p = program([]port{in("x", v...), in("y", 1, 1)}, stmt("z", v, op, "x = x", "y = y"), []port{in("z", v...)})
+		cases = append(cases, bench{op + "-scalar", p, [][]float32{x, {0.75}}})
+	}
+	for _, num := range []Numerics{Wide, Narrow} {
+		for _, cs := range cases {
+			b.Run(fmt.Sprintf("%v/%s", num, cs.name), func(b *testing.B) {
+				exe, err := New(num).Compile(cs.p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := exe.Run(cs.in); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(r*c), "ns/element")
+			})
+		}
+	}
+}

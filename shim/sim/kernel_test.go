@@ -146,19 +146,19 @@ func TestElementwiseCorrectlyRounded(t *testing.T) {
 	}
 	out := make([]float32, n)
 	ops := []struct {
-		k ewKind
+		k string
 		f func(a, b float64) float64
 	}{
-		{ewAdd, func(a, b float64) float64 { return a + b }},
-		{ewSub, func(a, b float64) float64 { return a - b }},
-		{ewMul, func(a, b float64) float64 { return a * b }},
-		{ewDiv, func(a, b float64) float64 { return a / b }},
+		{"add", func(a, b float64) float64 { return a + b }},
+		{"sub", func(a, b float64) float64 { return a - b }},
+		{"mul", func(a, b float64) float64 { return a * b }},
+		{"real_div", func(a, b float64) float64 { return a / b }},
 	}
 	for _, op := range ops {
-		binaryRow(op.k, out, x, 1, y, 1)
+		binaryOps[op.k].apply(out, x, 1, y, 1, false)
 		for i := range out {
 			want := float32(fp16.Round64(op.f(float64(x[i]), float64(y[i]))))
-			require.True(t, same(want, out[i]), "op %d: %g, %g: got %g want %g", op.k, x[i], y[i], out[i], want)
+			require.True(t, same(want, out[i]), "op %s: %g, %g: got %g want %g", op.k, x[i], y[i], out[i], want)
 		}
 	}
 	all := make([]float32, 0x7c00)
@@ -166,7 +166,7 @@ func TestElementwiseCorrectlyRounded(t *testing.T) {
 		all[h] = fp16.Bits(h).Float32()
 	}
 	out = make([]float32, len(all))
-	unaryRow(uSqrt, out, all, 0, "", false)
+	unaryOps["sqrt"].apply(out, all, &unaryArgs{}, false)
 	for i, v := range all {
 		require.Equal(t, float32(fp16.Round64(math.Sqrt(float64(v)))), out[i], "sqrt(%g)", v)
 	}

@@ -5,36 +5,14 @@ import (
 )
 
 // opSpecs lists every supported op with its keyword parameters (names as in
-// MIL's op definitions) and how to build its kernel.
+// MIL's op definitions) and how to build its kernel. The elementwise ops
+// are registered from their entries in unaryOps and binaryOps
+// (elementwise.go).
 var opSpecs map[string]opSpec
 
 func init() {
 	x := param{"x", kData, true}
 	opSpecs = map[string]opSpec{
-		"add":      binarySpec(ewAdd),
-		"sub":      binarySpec(ewSub),
-		"mul":      binarySpec(ewMul),
-		"real_div": binarySpec(ewDiv),
-		"pow":      binarySpec(ewPow),
-		"maximum":  binarySpec(ewMax),
-		"minimum":  binarySpec(ewMin),
-
-		"abs":     unarySpec(uAbs),
-		"square":  unarySpec(uSquare),
-		"sqrt":    unarySpec(uSqrt),
-		"exp":     unarySpec(uExp),
-		"tanh":    unarySpec(uTanh),
-		"sigmoid": unarySpec(uSigmoid),
-		"relu":    unarySpec(uRelu),
-		"log": {
-			params: []param{x, {"epsilon", kHalf, false}},
-			build:  buildUnary(uLog),
-		},
-		"gelu": {
-			params: []param{x, {"mode", kString, true}},
-			build:  buildUnary(uGelu),
-		},
-
 		"matmul": {
 			params: []param{x, {"y", kData, true}, {"transpose_x", kBool, false}, {"transpose_y", kBool, false}},
 			build:  buildMatmul,
@@ -78,6 +56,21 @@ func init() {
 			build:  buildPad,
 		},
 	}
+	for name, op := range unaryOps {
+		register(name, op.spec())
+	}
+	for name, op := range binaryOps {
+		register(name, op.spec())
+	}
+}
+
+// register adds an elementwise op's spec to opSpecs; a name given twice is
+// a bug of the tables.
+func register(name string, s opSpec) {
+	if _, dup := opSpecs[name]; dup {
+		panic("sim: op " + name + " is registered twice")
+	}
+	opSpecs[name] = s
 }
 
 // SupportedOps returns the names of the MIL ops the simulator executes,
