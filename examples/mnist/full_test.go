@@ -60,9 +60,11 @@ func TestFullMLP(t *testing.T) {
 }
 
 // TestFullCNN: two 3×3 conv–ReLU–max-pool blocks of 16 and 32 channels
-// and a linear head reach 98.8 % in 5 epochs.
+// and a linear head reach 98.8 % in 5 epochs, Adam's rate annealed from
+// 1e-3 by a cosine (at a constant rate the same network reaches 98.54 %:
+// the last epochs bounce around the minimum instead of settling in it).
 func TestFullCNN(t *testing.T) {
-	res := longRun(t, options{model: "cnn", widths: "16,32", update: "compensated"})
+	res := longRun(t, options{model: "cnn", widths: "16,32", update: "compensated", schedule: "cosine"})
 	if res.accuracy < 0.988 {
 		t.Errorf("test accuracy %.2f%%, want ≥ 98.8%%", 100*res.accuracy)
 	}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -32,6 +33,7 @@ type options struct {
 	model, out, data      string
 	widths, opt           string
 	device, update        string
+	schedule              string
 	reference             bool
 	trainN, testN         int
 	seed                  uint64
@@ -56,6 +58,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the initial weights and the batch order")
 	flag.Float64Var(&o.lr, "lr", 1e-3, "learning rate")
 	flag.StringVar(&o.opt, "opt", "adam", "optimizer: adam or sgd (momentum 0.9)")
+	flag.StringVar(&o.schedule, "schedule", "constant", "learning rate: constant, or cosine (annealed from -lr towards 0 over the run)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("mnist: ")
@@ -114,6 +117,21 @@ func run(w io.Writer, o options) (result, error) {
 	default:
 		return res, fmt.Errorf("mnist: -opt %q, want adam or sgd", o.opt)
 	}
+	steps := trainSet.n() / o.batch
+	if steps == 0 {
+		return res, fmt.Errorf("mnist: %d training images do not fill one batch of %d", trainSet.n(), o.batch)
+	}
+	switch o.schedule {
+	case "constant", "":
+		o.schedule = "constant"
+	case "cosine":
+		total := steps * o.epochs
+		cfg.Schedule = func(t int) float64 {
+			return 0.5 * (1 + math.Cos(math.Pi*float64(min(t, total)-1)/float64(total)))
+		}
+	default:
+		return res, fmt.Errorf("mnist: -schedule %q, want constant or cosine", o.schedule)
+	}
 	var desc string
 	switch o.model {
 	case "mlp":
@@ -149,12 +167,8 @@ func run(w io.Writer, o options) (result, error) {
 			return res, err
 		}
 	}
-	steps := trainSet.n() / o.batch
-	if steps == 0 {
-		return res, fmt.Errorf("mnist: %d training images do not fill one batch of %d", trainSet.n(), o.batch)
-	}
-	fmt.Fprintf(w, "device %s; %s, %s lr %g, batch %d, %s updates; %d steps per epoch, %d epochs\n",
-		dev.Info().Name, desc, o.opt, o.lr, o.batch, o.update, steps, o.epochs)
+	fmt.Fprintf(w, "device %s; %s, %s lr %g (%s), batch %d, %s updates; %d steps per epoch, %d epochs\n",
+		dev.Info().Name, desc, o.opt, o.lr, o.schedule, o.batch, o.update, steps, o.epochs)
 	rng := rand.New(rand.NewPCG(o.seed, 0x6d6e697374))
 	x := make([]float64, o.batch*784)
 	labels := make([]int, o.batch)

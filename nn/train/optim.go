@@ -22,8 +22,9 @@ type Optimizer interface {
 	// moves by step·2^−unitExp) and the next value of each state.
 	build(b *stepBuilder, p *param, gk dataflow.Value) (step dataflow.Value, next []dataflow.Value)
 	// scalars are the host's values of the optimizer's scalar inputs for
-	// update number t (1-based), the step unit being u.
-	scalars(t int, u float64) map[string]float64
+	// update number t (1-based), the step unit being u and the learning
+	// rate LR·f.
+	scalars(t int, u, f float64) map[string]float64
 }
 
 // SGD is stochastic gradient descent with momentum: buf ← μ·buf + g,
@@ -70,10 +71,11 @@ func (o SGD) build(b *stepBuilder, p *param, gk dataflow.Value) (dataflow.Value,
 	return step, next
 }
 
-func (o SGD) scalars(_ int, u float64) map[string]float64 {
-	m := map[string]float64{"train_sgd_lr": -o.LR * u / gradUnit}
+func (o SGD) scalars(_ int, u, f float64) map[string]float64 {
+	lr := o.LR * f
+	m := map[string]float64{"train_sgd_lr": -lr * u / gradUnit}
 	if o.WeightDecay > 0 {
-		m["train_sgd_wd"] = -o.LR * o.WeightDecay * u
+		m["train_sgd_wd"] = -lr * o.WeightDecay * u
 	}
 	return m
 }
@@ -141,10 +143,11 @@ func (o Adam) build(b *stepBuilder, p *param, gk dataflow.Value) (dataflow.Value
 	return step, []dataflow.Value{mN, rN}
 }
 
-func (o Adam) scalars(t int, u float64) map[string]float64 {
+func (o Adam) scalars(t int, u, f float64) map[string]float64 {
 	b1, b2, eps := o.params()
 	c2 := math.Sqrt(1 - math.Pow(b2, float64(t)))
-	lrT := o.LR * c2 / (1 - math.Pow(b1, float64(t)))
+	lr := o.LR * f
+	lrT := lr * c2 / (1 - math.Pow(b1, float64(t)))
 	m := map[string]float64{
 		"train_adam_lr": -lrT * u,
 		// ε in the state's unit; fp16's smallest normal keeps m/(r+ε)
@@ -152,7 +155,7 @@ func (o Adam) scalars(t int, u float64) map[string]float64 {
 		"train_adam_eps": math.Max(eps*gradUnit*c2, 0x1p-14),
 	}
 	if o.WeightDecay > 0 {
-		m["train_adam_wd"] = -o.LR * o.WeightDecay * u
+		m["train_adam_wd"] = -lr * o.WeightDecay * u
 	}
 	return m
 }

@@ -55,7 +55,11 @@ func (r *Reference) Step(b Batch) (float64, error) {
 		in[k] = v
 	}
 	in[r.st.x], in[r.st.t] = b.X, b.Y
-	for name, v := range r.st.hostScalars(r.sc.applied+1, r.sc.scale) {
+	scalars, err := r.st.hostScalars(r.sc.applied+1, r.sc.scale)
+	if err != nil {
+		return 0, err
+	}
+	for name, v := range scalars {
 		in[name] = []float64{v}
 	}
 	out, err := dataflow.Eval(r.st.g, in)

@@ -53,6 +53,13 @@ type Config struct {
 	LossScale float64
 	// EvalBatch is the batch of the evaluation program; 0 means 500.
 	EvalBatch int
+	// Schedule, if not nil, multiplies the optimizer's learning rate (and
+	// its decoupled weight decay, which scales with it) for update t,
+	// counted from 1 over the updates applied (a step skipped for
+	// overflow does not advance it). It must return a finite factor > 0.
+	// The rate is a runtime operand of the step: a schedule compiles
+	// nothing.
+	Schedule func(t int) float64
 }
 
 func (c *Config) check() error {
@@ -147,6 +154,7 @@ type step struct {
 	carries  [][2]string // output → input
 	update   Update
 	opt      Optimizer
+	sched    func(t int) float64
 }
 
 const (
@@ -177,7 +185,7 @@ func buildStep(c *Config) (*step, error) {
 	if xn.Op != dataflow.OpInput {
 		return nil, fmt.Errorf("train: the network's data value is a %s, want an input: %w", xn.Op, ErrConfig)
 	}
-	s := &step{g: g, x: xn.Name, xShape: x.Shape(), outShape: out.Shape(), update: c.Update, opt: c.Optimizer}
+	s := &step{g: g, x: xn.Name, xShape: x.Shape(), outShape: out.Shape(), update: c.Update, opt: c.Optimizer, sched: c.Schedule}
 	// Every other input is a parameter with a weight, and every weight an
 	// input.
 	for _, id := range g.Inputs() {
@@ -292,7 +300,7 @@ func buildStep(c *Config) (*step, error) {
 	g.Output(outLoss, g.Reshape(loss, dataflow.Shape{1}))
 	g.Output(outMonitor, g.Concat(0, g.Reshape(mf, dataflow.Shape{1}), g.Reshape(mb, dataflow.Shape{1})))
 	// Force the optimizer's scalars into existence in a fixed order.
-	for name := range c.Optimizer.scalars(1, u) {
+	for name := range c.Optimizer.scalars(1, u, 1) {
 		b.scalar(name)
 	}
 	s.scalars = b.order
@@ -303,12 +311,18 @@ func buildStep(c *Config) (*step, error) {
 }
 
 // hostScalars are the step's scalar inputs for update number t.
-func (s *step) hostScalars(t int, scale float64) map[string]float64 {
+func (s *step) hostScalars(t int, scale float64) (map[string]float64, error) {
+	f := 1.0
+	if s.sched != nil {
+		if f = s.sched(t); !(f > 0) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("train: Schedule(%d) = %g, want a finite factor > 0: %w", t, f, ErrConfig)
+		}
+	}
 	u := stepUnit(s.update)
-	m := s.opt.scalars(t, u)
+	m := s.opt.scalars(t, u, f)
 	m[inScale] = scale
 	m[inUnit] = gradUnit / scale
-	return m
+	return m, nil
 }
 
 func weightNames(ws nn.Weights) string {

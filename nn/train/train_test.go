@@ -621,3 +621,66 @@ func TestReferenceIsAdam(t *testing.T) {
 		t.Errorf("the float64 twin differs from AdamW by %g", worst)
 	}
 }
+
+// TestSchedule: a schedule multiplies the learning rate without a
+// compile: factor ½ from the start is the same run, bit for bit, as half
+// the rate (the scalars the host writes are the same numbers), on the
+// device and in the float64 twin; a factor that is not finite and
+// positive is ErrConfig, naming the update.
+func TestSchedule(t *testing.T) {
+	dev := open(t, "sim")
+	b := digits(rand.New(rand.NewPCG(7, 8)), 16, 40, 5)
+	run := func(cfg Config) ([]float64, []float64) {
+		tr, err := New(cfg, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		ref, err := NewReference(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dl, rl []float64
+		for range 20 {
+			l, err := tr.Step(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := ref.Step(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dl, rl = append(dl, l), append(rl, r)
+		}
+		return dl, rl
+	}
+	half := smallConfig(Compensated, Adam{LR: 5e-3})
+	sched := smallConfig(Compensated, Adam{LR: 1e-2})
+	sched.Schedule = func(int) float64 { return 0.5 }
+	d1, r1 := run(half)
+	d2, r2 := run(sched)
+	if !slices.Equal(d1, d2) || !slices.Equal(r1, r2) {
+		t.Errorf("factor ½ differs from half the rate:\ndevice %v\n  vs   %v\ntwin %v\n vs  %v", d1, d2, r1, r2)
+	}
+	bad := smallConfig(Compensated, Adam{LR: 1e-2})
+	bad.Schedule = func(t int) float64 {
+		if t == 3 {
+			return math.NaN()
+		}
+		return 1
+	}
+	tr, err := New(bad, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for i := range 3 {
+		_, err = tr.Step(b)
+		if i < 2 && err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !errors.Is(err, ErrConfig) {
+		t.Errorf("a NaN factor at update 3: %v, want ErrConfig", err)
+	}
+}

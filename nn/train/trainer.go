@@ -208,7 +208,11 @@ func (t *Trainer) Step(b Batch) (float64, error) {
 	if err := t.ses.Write64(t.st.t, b.Y, 0); err != nil {
 		return 0, fmt.Errorf("train: %w", errors.Join(ErrBatch, err))
 	}
-	for name, v := range t.st.hostScalars(t.sc.applied+1, t.sc.scale) {
+	scalars, err := t.st.hostScalars(t.sc.applied+1, t.sc.scale)
+	if err != nil {
+		return 0, err
+	}
+	for name, v := range scalars {
 		if err := t.ses.Write64(name, []float64{v}, 0); err != nil {
 			return 0, fmt.Errorf("train: scalar %s = %g: %w", name, v, errors.Join(ErrConfig, err))
 		}
@@ -222,7 +226,7 @@ func (t *Trainer) Step(b Batch) (float64, error) {
 	_ = t.ses.Read64(outMonitor, mon, 0) // ±Inf is the overflow signal itself
 	t.evalStale = true
 	t.stats.Steps++
-	_, err := t.sc.observe(mon[0], mon[1])
+	_, err = t.sc.observe(mon[0], mon[1])
 	st := t.ses.Stats()
 	t.stats.Device += st.Device - dev0
 	t.stats.Host += time.Since(start) - (st.Device - dev0)
