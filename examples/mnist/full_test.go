@@ -20,7 +20,10 @@ func longRun(t *testing.T, o options) result {
 	if os.Getenv("ANEMONE_LONG") == "" {
 		t.Skip("a full MNIST run takes tens of minutes on the simulator; set ANEMONE_LONG=1")
 	}
-	o.epochs, o.batch, o.seed, o.lr, o.device = 5, 128, 1, 1e-3, "sim"
+	o.epochs, o.batch, o.seed, o.device = 5, 128, 1, "sim"
+	if o.lr == 0 {
+		o.lr = 1e-3
+	}
 	if o.opt == "" {
 		o.opt = "adam"
 	}
@@ -60,11 +63,12 @@ func TestFullMLP(t *testing.T) {
 }
 
 // TestFullCNN: two 3×3 conv–ReLU–max-pool blocks of 16 and 32 channels
-// and a linear head reach 98.8 % in 5 epochs, Adam's rate annealed from
-// 1e-3 by a cosine (at a constant rate the same network reaches 98.54 %:
-// the last epochs bounce around the minimum instead of settling in it).
+// and a linear head reach 98.8 % in 5 epochs, Adam's rate annealed by a
+// cosine from 2e-3. (At a constant 1e-3 the same network reaches 98.54 %,
+// annealed from 1e-3 98.49 %: it underfits, train loss 0.049 against
+// 0.031 here.)
 func TestFullCNN(t *testing.T) {
-	res := longRun(t, options{model: "cnn", widths: "16,32", update: "compensated", schedule: "cosine"})
+	res := longRun(t, options{model: "cnn", widths: "16,32", update: "compensated", schedule: "cosine", lr: 2e-3})
 	if res.accuracy < 0.988 {
 		t.Errorf("test accuracy %.2f%%, want ≥ 98.8%%", 100*res.accuracy)
 	}
