@@ -221,7 +221,7 @@ func writePNG(path string, n int, times []float64, show int, results []result) e
 	dc := draw.New(img)
 	figure.DrawField(draw.Crop(dc, 0, -0.5*width, 0, 0), figure.Field{
 		Title:  fmt.Sprintf("u(x, y, t = %.2f) on %d×%d", times[show], n, n),
-		Unit:   "u (dimensionless)",
+		Unit:   "u",
 		Values: grid{n, field}, XMax: 2 * math.Pi, YMax: 2 * math.Pi,
 		ColorMap: moreland.SmoothBlueRed(),
 	})
