@@ -136,3 +136,21 @@ func TestGeluModeNormalizedByDescriptor(t *testing.T) {
 	require.ErrorIs(t, g.Err(), ErrInvalid)
 	require.Contains(t, g.Err().Error(), `dataflow: gelu: unknown mode "BOGUS"`)
 }
+
+func TestElementwiseArity(t *testing.T) {
+	for _, op := range UnaryOps() {
+		if n := ElementwiseArity(op); n != 1 {
+			t.Errorf("ElementwiseArity(%s) = %d, want 1", op, n)
+		}
+	}
+	for _, op := range BinaryOps() {
+		if n := ElementwiseArity(op); n != 2 {
+			t.Errorf("ElementwiseArity(%s) = %d, want 2", op, n)
+		}
+	}
+	for _, op := range []Op{OpMatMul, OpConv2D, OpReshape, "nonsense"} {
+		if n := ElementwiseArity(op); n != 0 {
+			t.Errorf("ElementwiseArity(%s) = %d, want 0", op, n)
+		}
+	}
+}

@@ -139,6 +139,18 @@ func UnaryOps() []Op {
 	return ops
 }
 
+// ElementwiseArity is the number of operands of an elementwise op: 1 for
+// those g.Unary builds, 2 for those g.Binary builds, 0 for any other op.
+func ElementwiseArity(op Op) int {
+	if _, ok := unaryOps[op]; ok {
+		return 1
+	}
+	if _, ok := binaryOps[op]; ok {
+		return 2
+	}
+	return 0
+}
+
 // unary builds an elementwise op of one operand.
 func (g *Graph) unary(op Op, attrs Attrs, x Value) Value {
 	s, ok := g.operands(op, labelsX, x)

@@ -166,20 +166,6 @@ func geluArgs(a dataflow.Attrs) []constArg {
 	return []constArg{{"mode", mil.String(string(mode))}}
 }
 
-// operandCount is the number of operands of each elementwise op
-// (dataflow.UnaryOps and BinaryOps); emit and the rewrites build these ops
-// from their registry entries and descriptors alone.
-var operandCount = func() map[dataflow.Op]int {
-	m := map[dataflow.Op]int{}
-	for _, op := range dataflow.UnaryOps() {
-		m[op] = 1
-	}
-	for _, op := range dataflow.BinaryOps() {
-		m[op] = 2
-	}
-	return m
-}()
-
 // Rejection is a MIL op, or a form of one, that public reports say the
 // engine rejects or mishandles, with no dataflow op of its own.
 type Rejection struct {

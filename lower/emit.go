@@ -366,7 +366,7 @@ func (e *emitter) emitOp(n *dataflow.Node) error {
 	a := n.Attrs
 	t := typ(n.Shape)
 	k := func(suffix string, lit *mil.Literal) mil.Expr { return ref(e.constant(out+"_"+suffix, lit)) }
-	if operands := operandCount[n.Op]; operands > 0 {
+	if operands := dataflow.ElementwiseArity(n.Op); operands > 0 {
 		// An elementwise op: its registry entry's MIL op on its
 		// constant arguments, then x (and y).
 		var args []mil.Arg

@@ -132,7 +132,7 @@ func (r *rewriter) copyNode(n *dataflow.Node, in []dataflow.Value) dataflow.Valu
 		return dataflow.Value{}
 	}
 	x, y := arg(0), arg(1)
-	switch operandCount[n.Op] {
+	switch dataflow.ElementwiseArity(n.Op) {
 	case 1:
 		return g.Unary(n.Op, a, x)
 	case 2:

@@ -187,7 +187,7 @@ func apply(n *dataflow.Node, attrs dataflow.Attrs, args []operand) ([]float64, e
 	case dataflow.OpPad:
 		y = g.Pad(in[0], a.Pads, a.PadValue)
 	default:
-		switch arityOf[n.Op] { // the elementwise ops, by their dataflow descriptors
+		switch dataflow.ElementwiseArity(n.Op) { // the elementwise ops, by their dataflow descriptors
 		case 1:
 			y = g.Unary(n.Op, a, in[0])
 		case 2:

@@ -165,16 +165,3 @@ func binaryBound(n *dataflow.Node, vals, errs []operand) []float64 {
 	}
 	return out
 }
-
-// arityOf is the number of operands of each elementwise dataflow op, so
-// that apply builds any of them by op.
-var arityOf = func() map[dataflow.Op]int {
-	m := map[dataflow.Op]int{}
-	for _, op := range dataflow.UnaryOps() {
-		m[op] = 1
-	}
-	for _, op := range dataflow.BinaryOps() {
-		m[op] = 2
-	}
-	return m
-}()
