@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
@@ -265,6 +266,12 @@ func TestResidency(t *testing.T) {
 	}
 	if c := dev.(*shim.Cache).Stats().Compiles; c != 2 {
 		t.Errorf("%d compiles, want 2 (step and evaluation)", c)
+	}
+	// The weights are runtime operands, so the step's program carries
+	// almost no blob: its modeled compile is the published fixed 38 ms
+	// plus well under a millisecond of weight loading.
+	if mc := tr.ModeledCompile(); mc < 38*time.Millisecond || mc > 39*time.Millisecond {
+		t.Errorf("modeled compile %v, want 38–39 ms", mc)
 	}
 }
 
