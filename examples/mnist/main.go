@@ -62,7 +62,9 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("mnist: ")
-	o.progress = os.Stderr
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		o.progress = os.Stderr // a terminal: redraw the bar in place
+	}
 	if _, err := run(os.Stdout, o); err != nil {
 		log.Fatal(err)
 	}
