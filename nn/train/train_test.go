@@ -693,4 +693,9 @@ func TestSchedule(t *testing.T) {
 	if !errors.Is(err, ErrConfig) {
 		t.Errorf("a NaN factor at update 3: %v, want ErrConfig", err)
 	}
+	// The rate is a runtime scalar: three trainers of one network at
+	// different rates and schedules share one step program.
+	if c := dev.(*shim.Cache).Stats().Compiles; c != 1 {
+		t.Errorf("%d compiles, want 1", c)
+	}
 }
