@@ -26,3 +26,18 @@ func EstimateCompile(p *Program) time.Duration {
 	}
 	return compileFixed + time.Duration(float64(len(p.Blob))/compileBytesPS*float64(time.Second))
 }
+
+// processStart is what a process's first compile adds to a warm one.
+// ANEForge's e5rt reference (docs/e5rt-dispatch-reference.md) puts a
+// compile at about 27 ms with aned's cache warm and up to about 750 ms
+// cold, aned keeping its compiled programs per process; its dispatch
+// notes (docs/dispatch.md) give ~750 ms cold against ~30 ms warm. The cold
+// figure less the warm small-program compile (compileFixed) is the part
+// paid once.
+const processStart = 750*time.Millisecond - compileFixed
+
+// EstimateProcessStart models the one-time cost of a process's first
+// compile on the engine, beyond what EstimateCompile charges for that
+// program: the compiler's cold start. It is paid once per process, not per
+// program and not per solve, so EstimateCompile leaves it out.
+func EstimateProcessStart() time.Duration { return processStart }

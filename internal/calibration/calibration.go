@@ -179,6 +179,16 @@ func WeightStream(out, in int) *lower.Program {
 	return milProgram(fmt.Sprintf("tensor<fp16, [1, %d, 1, 1]> x", in), body, "y", blob)
 }
 
+// Stream is one relu over a rows×cols fp16 input: ANEForge's streaming
+// archetype (bench/device_bandwidth_roofline.py, "streaming (relu / x*2)"),
+// which sweeps rows×4096 inputs and reports 2·(rows·cols)·2 bytes — the
+// input read and the output written — over the time of one call. No
+// compute and no weight: every byte is a program input or output.
+func Stream(rows, cols int) *lower.Program {
+	t := fmt.Sprintf("tensor<fp16, [%d, %d]>", rows, cols)
+	return milProgram(t+" x", "        "+t+" y = relu(x = x)[name = string(\"y\")];\n", "y", nil)
+}
+
 // Empty is a program without a node: what the model charges is the
 // dispatch floor.
 func Empty() *lower.Program {
