@@ -88,7 +88,15 @@ func (h Bits) IsInf() bool { return h&0x7fff == 0x7c00 }
 func (h Bits) IsNaN() bool { return h&0x7c00 == 0x7c00 && h&0x3ff != 0 }
 
 // Round64 returns the value of the fp16 nearest to x (ties to even), as a float64.
-func Round64(x float64) float64 { return FromFloat64(x).Float64() }
+func Round64(x float64) float64 {
+	// Where the result is an fp16 normal, round x's significand to 11
+	// bits on its bits, as encodeNormal does, and keep the exponent.
+	b := math.Float64bits(x)
+	if a := b &^ (1 << 63); a-0x3f10000000000000 < 0x40effe0000000000-0x3f10000000000000 {
+		return math.Float64frombits(b&(1<<63) | (a+(1<<41-1)+(a>>42&1))&^(1<<42-1))
+	}
+	return FromFloat64(x).Float64()
+}
 
 // Round32 returns the value of the fp16 nearest to x (ties to even), as a float32.
 // It is the hot path of the simulator, so it avoids the bit-level conversion for

@@ -202,3 +202,27 @@ func Finite(src []uint16) int {
 	}
 	return -1
 }
+
+// ScaleInPlace multiplies every fp16 in h by 2^exp, rounding once (to
+// nearest even) where the product leaves the normal range: the bits of
+// FromFloat64(Bits(h[i]).Float64()·2^exp). It returns the index of the
+// first element that becomes ±Inf or is NaN, or −1. Normal values whose
+// product stays normal only move their exponent field.
+func ScaleInPlace(h []uint16, exp int) int {
+	bad := -1
+	for i, v := range h {
+		if e := int(v>>10&0x1f) + exp; v&0x7c00 != 0 && v&0x7c00 != 0x7c00 && e >= 1 && e <= 30 {
+			h[i] = uint16(int(v) + exp<<10)
+			continue
+		}
+		if v&0x7fff == 0 {
+			continue // ±0
+		}
+		w := FromFloat64(math.Ldexp(Bits(v).Float64(), exp))
+		h[i] = uint16(w)
+		if bad < 0 && (w.IsInf() || w.IsNaN()) {
+			bad = i
+		}
+	}
+	return bad
+}

@@ -112,3 +112,54 @@ func TestVectorConversionsMatchScalar(t *testing.T) {
 	require.Equal(t, 2, Finite([]uint16{0, 0x3c00, 0x7c00, 0x7e00}))
 	require.Equal(t, -1, Finite([]uint16{0, 0x7bff, 0xfbff}))
 }
+
+// Round64's bit-level fast path must give FromFloat64(x).Float64() for
+// every class of value, ties and the overflow edge included.
+func TestRound64MatchesBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	xs := []float64{0, math.Copysign(0, -1), 65503.9, 65504, 65519.99, 65520, -65520, 1e300, -1e-300, math.Inf(-1), MinNormal, -MinNormal * (1 - 0x1p-30)}
+	for h := range 1 << 16 {
+		v, next := Bits(h).Float64(), Bits(h+1).Float64()
+		xs = append(xs, v)
+		if h&0x7fff < 0x7bff {
+			xs = append(xs, (v+next)/2, math.Nextafter((v+next)/2, math.Inf(1)), math.Nextafter((v+next)/2, math.Inf(-1)))
+		}
+	}
+	for range 100000 {
+		xs = append(xs, rng.NormFloat64()*math.Ldexp(1, rng.IntN(50)-30))
+	}
+	for _, x := range xs {
+		got, want := Round64(x), FromFloat64(x).Float64()
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("Round64(%v) = %v, want %v", x, got, want)
+		}
+	}
+	require.True(t, math.IsNaN(Round64(math.NaN())))
+}
+
+// ScaleInPlace must give FromFloat64(v·2^exp) for every fp16 v and every
+// scale that moves it across the subnormal and overflow edges.
+func TestScaleInPlace(t *testing.T) {
+	all := make([]uint16, 1<<16)
+	for exp := -40; exp <= 40; exp++ {
+		for i := range all {
+			all[i] = uint16(i)
+		}
+		bad := ScaleInPlace(all, exp)
+		first := -1
+		for i, got := range all {
+			want := FromFloat64(math.Ldexp(Bits(i).Float64(), exp))
+			if want.IsNaN() {
+				if !Bits(got).IsNaN() {
+					t.Fatalf("ScaleInPlace(%#04x, %d) = %#04x, want a NaN", i, exp, got)
+				}
+			} else if got != uint16(want) {
+				t.Fatalf("ScaleInPlace(%#04x, %d) = %#04x, want %#04x", i, exp, got, uint16(want))
+			}
+			if first < 0 && (want.IsInf() || want.IsNaN()) {
+				first = i
+			}
+		}
+		require.Equal(t, first, bad, "first non-finite at exp %d", exp)
+	}
+}

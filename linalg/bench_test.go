@@ -317,6 +317,21 @@ func benchFactorizeSolve(b *testing.B, n int) {
 	b.ReportMetric(float64(tot.GMRES)/ops, "gmres-its/op")
 	b.ReportMetric(float64(tot.HostFlops)/float64(tot.Flops), "host/device-flops")
 	b.ReportMetric(tot.Host.Seconds()/tot.ModeledTime.Seconds(), "host-share")
+	// The same dispatches priced on M5 (the FP16 factorization's program;
+	// the solve dispatches nothing).
+	if bs := blockSize(n, 0); tot.Mode == precision.FP16 && n > bs {
+		p, err := lower.Lower(luGraph(n, bs), lower.TargetM5)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := lower.Estimate(p, lower.TargetM5.Name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m5 := float64(tot.Dispatches) / ops * c.Time.Seconds() * 1e3
+		b.ReportMetric(m5, "modeled-m5-engine-ms")
+		b.ReportMetric(ms(tot.ModeledTotal)-ms(tot.ModeledTime)+m5, "modeled-m5-total-ms")
+	}
 	b.Logf("n = %d: %v factors, %d dispatches, modeled engine %v, compile %v, host %v, build %v, total %v", n, tot.Mode, tot.Dispatches, tot.ModeledTime, tot.ModeledCompile, tot.Host, tot.Build, tot.ModeledTotal)
 }
 

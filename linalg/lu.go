@@ -33,6 +33,7 @@ type Factorization struct {
 	normA  float64    // ‖A‖∞
 	normB  float64    // ‖B‖∞
 	norm1A float64    // ‖A‖₁
+	maxB   float64    // max|b_ij|
 	lu     []float64  // L (strictly lower, unit diagonal implied) and U, row-major
 	perm   []int      // row i of P·B is row perm[i] of B
 	mode   precision.Mode
@@ -94,13 +95,13 @@ func factorize(fn string, cfg *config, a mat.Matrix) (*Factorization, error) {
 		cfg.tol = DefaultTol
 	}
 	start := time.Now()
-	n, b, r, c, err := equilibrateIter(fn, a)
+	e, err := equilibrateNorms(fn, a)
 	if err != nil {
 		return nil, err
 	}
-	f := &Factorization{cfg: cfg, n: n, a: a, b: b, r: r, c: c}
-	f.normA, f.norm1A = mat.Norm(a, math.Inf(1)), mat.Norm(a, 1)
-	f.normB = mat.Norm(mat.NewDense(n, n, b), math.Inf(1))
+	n := e.n
+	f := &Factorization{cfg: cfg, n: n, a: a, b: e.b, r: e.r, c: e.c, maxB: e.maxB}
+	f.normA, f.norm1A, f.normB = e.normA, e.norm1A, e.normB
 	cfg.stats.HostFlops += int64(6 * n * n)
 	cfg.stats.Host += time.Since(start)
 	mode := cfg.mode
@@ -248,8 +249,10 @@ func (f *Factorization) factorFP16(fn string) error {
 	deviceTime := time.Duration(0)
 	defer func() { st.Host += time.Since(hostStart) - deviceTime }()
 
-	lbuf := make([]float64, n*n) // multipliers, by original row
-	ubuf := make([]float64, n*n) // U, by pivot position
+	// U goes to its place in the packed factors at once; the multipliers
+	// wait by original row until the pivot order is known (assemble).
+	f.lu = make([]float64, n*n)
+	lbuf := make([]float64, n*n)
 	f.perm = make([]int, 0, n)
 	act := make([]int, n)
 	for i := range act {
@@ -264,11 +267,9 @@ func (f *Factorization) factorFP16(fn string) error {
 	sigma := 0 // the device holds 2^sigma·A
 	mx := 0.0  // max |resident entry|, in device units
 	written := false
-	var ops, uOut, pOut []float64
+	var wsum []float64
 	if prog != nil {
-		ops = make([]float64, 3*b*n)
-		uOut = make([]float64, b*n)
-		pOut = make([]float64, b*n)
+		wsum = make([]float64, b)
 	}
 	for c := 0; c < n; c += b {
 		bw = min(b, n-c)
@@ -282,16 +283,17 @@ func (f *Factorization) factorFP16(fn string) error {
 			f.perm = append(f.perm, rows[t])
 			pr := panel[t*bw : (t+1)*bw]
 			copy(lbuf[rows[t]*n+c:rows[t]*n+c+t], pr[:t])
-			copy(ubuf[(c+t)*n+c+t:(c+t)*n+c+bw], pr[t:])
+			copy(f.lu[(c+t)*n+c+t:(c+t)*n+c+bw], pr[t:])
 		}
 		// Multipliers of the other rows, rounded to fp16 as the device
-		// will use them.
+		// will use them (in the panel too, which the step's operands are
+		// taken from).
 		for i := bw; i < m; i++ {
 			row := panel[i*bw : (i+1)*bw]
-			dst := lbuf[rows[i]*n+c : rows[i]*n+c+bw]
 			for t, v := range row {
-				dst[t] = fp16.Round64(v)
+				row[t] = fp16.Round64(v)
 			}
+			copy(lbuf[rows[i]*n+c:rows[i]*n+c+bw], row)
 		}
 		st.HostFlops += int64((m - bw) * bw)
 		act = rows[bw:]
@@ -301,31 +303,25 @@ func (f *Factorization) factorFP16(fn string) error {
 		// W = L₁₁⁻¹·S, and the bound g of the outputs relative to m.
 		inv := unitLowerInverse(panel[:bw*bw], bw)
 		st.HostFlops += int64(bw * bw * bw / 3)
-		clear(ops)
-		wsum := make([]float64, bw)
 		wmax := 0.0
 		for t := range bw {
+			wsum[t] = 0
 			for s := 0; s <= t; s++ {
 				v := fp16.Round64(inv[t*bw+s])
-				ops[t*n+rows[s]] = v
+				inv[t*bw+s] = v
 				wsum[t] += math.Abs(v)
 			}
 			wmax = math.Max(wmax, wsum[t])
 		}
 		lsum := 0.0
-		for _, r := range act {
-			l := lbuf[r*n+c : r*n+c+bw]
+		for i := bw; i < m; i++ {
 			s := 0.0
-			for t, v := range l {
-				ops[(b+t)*n+r] = v
+			for t, v := range panel[i*bw : (i+1)*bw] {
 				s += math.Abs(v) * wsum[t]
 			}
 			lsum = math.Max(lsum, s)
 		}
 		nbw := min(b, n-c-bw)
-		for t := range nbw {
-			ops[(2*b+t)*n+c+bw+t] = 1
-		}
 		g := math.Max(1+lsum, wmax)
 		bound := outBound(b)
 		if !(g <= 0x1p24) {
@@ -333,16 +329,12 @@ func (f *Factorization) factorFP16(fn string) error {
 		}
 		// Scale: the largest σ' with max|2^σ'·A|·g ≤ bound.
 		if !written {
-			mx0 := 0.0
-			for _, v := range f.b {
-				mx0 = math.Max(mx0, math.Abs(v))
+			_, e := math.Frexp(bound / (g * f.maxB)) // bound/(g·max|B|) ∈ [2^(e−1), 2^e)
+			sigma = e - 2                            // one bit below the largest
+			if err := prog.writeMatrix(fn, f.b, sigma); err != nil {
+				return err
 			}
-			_, e := math.Frexp(bound / (g * mx0)) // bound/(g·mx0) ∈ [2^(e−1), 2^e)
-			sigma = e - 2                         // one bit below the largest
-			if err := prog.ses.Write64("a", f.b, sigma); err != nil {
-				return wrapDevice(fn, err)
-			}
-			mx = math.Ldexp(mx0, sigma)
+			mx = math.Ldexp(f.maxB, sigma)
 			written = true
 		} else if mx*g > bound || (mx > 0 && mx*g < bound*0x1p-6) {
 			_, e := math.Frexp(bound / (g * mx))
@@ -353,51 +345,33 @@ func (f *Factorization) factorFP16(fn string) error {
 			mx = math.Ldexp(mx, e-2)
 			st.Rescales++
 		}
-		if err := prog.ses.Write64("ops", ops, 0); err != nil {
-			return wrapDevice(fn, err)
+		if err := prog.writeOps(fn, inv, panel, rows, bw, m, c, nbw); err != nil {
+			return err
 		}
 		d, err := prog.run(fn)
 		deviceTime += d
 		if err != nil {
 			return err
 		}
-		if err := prog.ses.Read64("u", uOut, -sigma); err != nil {
-			return wrapDevice(fn, err)
-		}
-		if err := prog.ses.Read64("p", pOut, -sigma); err != nil {
-			return wrapDevice(fn, err)
-		}
-		mxv := []float64{0}
-		if err := prog.ses.Read64("mx", mxv, 0); err != nil {
-			return wrapDevice(fn, err)
-		}
-		mx = mxv[0]
-		for t := range bw {
-			copy(ubuf[(c+t)*n+c+bw:(c+t+1)*n], uOut[t*n+c+bw:(t+1)*n])
-		}
-		// The next panel, rows act.
-		for i, r := range act {
-			for t := range nbw {
-				panel[i*nbw+t] = pOut[t*n+r]
-			}
+		if mx, err = prog.readStep(fn, f.lu, panel, act, bw, c, nbw, -sigma); err != nil {
+			return err
 		}
 	}
-	f.assemble(lbuf, ubuf)
+	f.assemble(lbuf)
 	f.mode = precision.FP16
 	f.eps = 0x1p-11
 	return nil
 }
 
-// assemble forms the packed factors of P·B from the multipliers (by
-// original row) and U (by pivot position).
-func (f *Factorization) assemble(lbuf, ubuf []float64) {
+// assemble completes the packed factors of P·B, whose U part is in
+// place, with the multipliers (lbuf, by original row).
+func (f *Factorization) assemble(lbuf []float64) {
 	n := f.n
-	f.lu = make([]float64, n*n)
-	for i := range n {
-		row := f.lu[i*n : (i+1)*n]
-		copy(row[:i], lbuf[f.perm[i]*n:f.perm[i]*n+i])
-		copy(row[i:], ubuf[i*n+i:(i+1)*n])
-	}
+	eachRows(n, parts(n, n/2), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			copy(f.lu[i*n:i*n+i], lbuf[f.perm[i]*n:f.perm[i]*n+i])
+		}
+	})
 }
 
 // factorHost is the compensated factorization: the trailing matrix stays
@@ -421,7 +395,8 @@ func (f *Factorization) factorHost(fn string, mode precision.Mode) error {
 	}
 	t := append([]float64(nil), f.b...) // the trailing matrix, by original row
 	lbuf := make([]float64, n*n)
-	ubuf := make([]float64, n*n)
+	f.lu = make([]float64, n*n)
+	ubuf := f.lu // U in place; assemble adds L
 	f.perm = f.perm[:0]
 	act := make([]int, n)
 	for i := range act {
@@ -500,7 +475,7 @@ func (f *Factorization) factorHost(fn string, mode precision.Mode) error {
 		}
 		st.HostFlops += int64(len(act) * w)
 	}
-	f.assemble(lbuf, ubuf)
+	f.assemble(lbuf)
 	f.mode = mode
 	switch {
 	case mode == precision.Float64:
@@ -520,8 +495,7 @@ func (f *Factorization) applyInv(v, tmp []float64) {
 	for i, p := range f.perm {
 		tmp[i] = v[p]
 	}
-	blas64.Trsv(blas.NoTrans, blas64.Triangular{Uplo: blas.Lower, Diag: blas.Unit, N: n, Stride: n, Data: f.lu}, blas64.Vector{N: n, Inc: 1, Data: tmp})
-	blas64.Trsv(blas.NoTrans, blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: n, Stride: n, Data: f.lu}, blas64.Vector{N: n, Inc: 1, Data: tmp})
+	solveLU(f.lu, n, tmp, false)
 	copy(v, tmp)
 	f.cfg.stats.HostFlops += int64(2 * n * n)
 }
@@ -530,8 +504,7 @@ func (f *Factorization) applyInv(v, tmp []float64) {
 func (f *Factorization) applyInvT(v, tmp []float64) {
 	n := f.n
 	copy(tmp, v)
-	blas64.Trsv(blas.Trans, blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: n, Stride: n, Data: f.lu}, blas64.Vector{N: n, Inc: 1, Data: tmp})
-	blas64.Trsv(blas.Trans, blas64.Triangular{Uplo: blas.Lower, Diag: blas.Unit, N: n, Stride: n, Data: f.lu}, blas64.Vector{N: n, Inc: 1, Data: tmp})
+	solveLU(f.lu, n, tmp, true)
 	for i, p := range f.perm {
 		v[p] = tmp[i]
 	}
@@ -549,80 +522,161 @@ func (f *Factorization) applyInvT(v, tmp []float64) {
 // two within a few sweeps, which the single pass of Alg. 2.1 does not
 // when both sides are scaled. A zero row or column is ErrSingular.
 func equilibrateIter(fn string, a mat.Matrix) (n int, b, r, c []float64, err error) {
-	m, n, err := checkMatrix(fn, "a", a)
+	e, err := equilibrateNorms(fn, a)
 	if err != nil {
 		return 0, nil, nil, nil, err
 	}
+	return e.n, e.b, e.r, e.c, nil
+}
+
+// scaledMatrix is equilibrateIter's result with the norms the
+// factorization needs, taken in the same passes.
+type scaledMatrix struct {
+	n             int
+	b, r, c       []float64
+	normA, norm1A float64 // ‖A‖∞, ‖A‖₁
+	normB, maxB   float64 // ‖B‖∞, max|b_ij|
+}
+
+// equilibrateNorms is equilibrateIter; each pass over the matrix runs on
+// every core (eachRows), the copy of A is the pass that checks finiteness
+// and takes A's norms, and the last scaling takes B's.
+func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
+	if a == nil {
+		return nil, fmt.Errorf("linalg: %s: a is nil: %w", fn, ErrShape)
+	}
+	m, n := a.Dims()
+	if m == 0 || n == 0 {
+		return nil, fmt.Errorf("linalg: %s: a is empty (%d×%d): %w", fn, m, n, ErrShape)
+	}
 	if m != n {
-		return 0, nil, nil, nil, fmt.Errorf("linalg: %s: a is %d×%d; it must be square: %w", fn, m, n, ErrShape)
-	}
-	b = make([]float64, n*n)
-	if d, ok := a.(*mat.Dense); ok {
-		raw := d.RawMatrix()
-		for i := range n {
-			copy(b[i*n:(i+1)*n], raw.Data[i*raw.Stride:i*raw.Stride+n])
+		if _, _, err := checkMatrix(fn, "a", a); err != nil {
+			return nil, err
 		}
-	} else {
-		for i := range n {
-			for j := range n {
-				b[i*n+j] = a.At(i, j)
-			}
-		}
+		return nil, fmt.Errorf("linalg: %s: a is %d×%d; it must be square: %w", fn, m, n, ErrShape)
 	}
-	r = make([]float64, n)
-	c = make([]float64, n)
+	e := &scaledMatrix{n: n, b: make([]float64, n*n), r: make([]float64, n), c: make([]float64, n)}
+	b, r, c := e.b, e.r, e.c
 	for i := range n {
 		r[i], c[i] = 1, 1
 	}
+	p := parts(n, n)
 	rowMax := make([]float64, n)
 	colMax := make([]float64, n)
+	partMax := make([][]float64, p) // each part's column maxima
+	partSum := make([][]float64, p) // and column sums, in the first pass
+	for k := range p {
+		partMax[k] = make([]float64, n)
+		partSum[k] = make([]float64, n)
+	}
+	rowSum := make([]float64, n)
+	// pass runs row i's work for every row, then reduces the column
+	// maxima (and sums, with sums) of the parts.
+	pass := func(sums bool, row func(i int, cm, cs []float64)) {
+		eachRows(n, p, func(k, lo, hi int) {
+			cm, cs := partMax[k], partSum[k]
+			clear(cm)
+			if sums {
+				clear(cs)
+			}
+			for i := lo; i < hi; i++ {
+				row(i, cm, cs)
+			}
+		})
+		copy(colMax, partMax[0])
+		for _, cm := range partMax[1:] {
+			for j, v := range cm {
+				colMax[j] = max(colMax[j], v)
+			}
+		}
+	}
+	// The copy: A's rows into b, their maxima and absolute sums.
+	var raw blas64.General
+	if rm, ok := a.(mat.RawMatrixer); ok {
+		if raw = rm.RawMatrix(); raw.Rows != n || raw.Cols != n {
+			raw.Data = nil
+		}
+	}
+	pass(true, func(i int, cm, cs []float64) {
+		row := b[i*n : (i+1)*n]
+		if raw.Data != nil {
+			copy(row, raw.Data[i*raw.Stride:i*raw.Stride+n])
+		} else {
+			for j := range row {
+				row[j] = a.At(i, j)
+			}
+		}
+		mx, sum := 0.0, 0.0
+		cm, cs = cm[:n], cs[:n]
+		for j, v := range row {
+			v = math.Abs(v)
+			mx, sum = max(mx, v), sum+v
+			cm[j] = max(cm[j], v)
+			cs[j] += v
+		}
+		rowMax[i], rowSum[i] = mx, sum
+	})
+	for i := range n {
+		e.normA = max(e.normA, rowSum[i])
+		if s := rowSum[i]; s-s != 0 { // NaN or ±Inf somewhere in row i
+			_, _, err := checkMatrix(fn, "a", a)
+			if err == nil { // finite entries whose sum overflows
+				err = fmt.Errorf("linalg: %s: row %d of a sums to %v in magnitude; scale a below 1e300 first: %w", fn, i, s, ErrRange)
+			}
+			return nil, err
+		}
+	}
+	for j := range n {
+		s := 0.0
+		for _, cs := range partSum {
+			s += cs[j]
+		}
+		e.norm1A = max(e.norm1A, s)
+	}
+	for i := range n {
+		if rowMax[i] == 0 {
+			return nil, fmt.Errorf("linalg: %s: row %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
+		}
+		if colMax[i] == 0 {
+			return nil, fmt.Errorf("linalg: %s: column %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
+		}
+	}
 	// scale multiplies row i of b by rs[i] and column j by cs[j] (nil: by
 	// 1; the factors are powers of two, so exactly) and recomputes the
-	// row and column maxima in the same pass.
+	// row and column maxima (and the row sums) in the same pass.
 	scale := func(rs, cs []float64) {
-		clear(colMax)
-		for i := range n {
+		pass(false, func(i int, cm, _ []float64) {
 			row := b[i*n : (i+1)*n]
-			m := 0.0
+			ri := 1.0
+			if rs != nil {
+				ri = rs[i]
+			}
 			switch {
-			case rs == nil && cs == nil:
 			case cs == nil:
 				for j := range row {
-					row[j] *= rs[i]
+					row[j] *= ri
 				}
 			default:
-				ri := 1.0
-				if rs != nil {
-					ri = rs[i]
-				}
 				for j := range row {
 					row[j] = ri * row[j] * cs[j]
 				}
 			}
-			cm := colMax[:len(row)]
+			mx, sum := 0.0, 0.0
+			cm = cm[:n]
 			for j, v := range row {
 				v = math.Abs(v)
-				m = max(m, v)
+				mx, sum = max(mx, v), sum+v
 				cm[j] = max(cm[j], v)
 			}
-			rowMax[i] = m
+			rowMax[i], rowSum[i] = mx, sum
+		})
+		for i := range n {
 			if rs != nil {
 				r[i] *= rs[i]
 			}
-		}
-		if cs != nil {
-			for j := range n {
-				c[j] *= cs[j]
+			if cs != nil {
+				c[i] *= cs[i]
 			}
-		}
-	}
-	scale(nil, nil)
-	for i := range n {
-		if rowMax[i] == 0 {
-			return 0, nil, nil, nil, fmt.Errorf("linalg: %s: row %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
-		}
-		if colMax[i] == 0 {
-			return 0, nil, nil, nil, fmt.Errorf("linalg: %s: column %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
 		}
 	}
 	rs := make([]float64, n)
@@ -652,7 +706,11 @@ func equilibrateIter(fn string, a mat.Matrix) (n int, b, r, c []float64, err err
 		rs[j] = pow2AtMostOne(colMax[j])
 	}
 	scale(nil, rs)
-	return n, b, r, c, nil
+	for i := range n {
+		e.normB = max(e.normB, rowSum[i])
+		e.maxB = max(e.maxB, rowMax[i])
+	}
+	return e, nil
 }
 
 // equilIters bounds Ruiz's sweeps: each halves the logarithm of every

@@ -1,7 +1,12 @@
 package linalg
 
 import (
+	"fmt"
+	"math"
+	"slices"
 	"time"
+
+	"github.com/anemone-go/anemone/fp16"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/lower"
@@ -21,9 +26,8 @@ type luProgram struct {
 	cost lower.Cost
 }
 
-func newLUProgram(fn string, cfg *config, n, b int) (*luProgram, error) {
-	start := time.Now()
-	defer func() { cfg.stats.Build += time.Since(start) }()
+// luGraph is the trailing-update program for (n, b); see factorFP16.
+func luGraph(n, b int) *dataflow.Graph {
 	g := dataflow.New()
 	a := g.Input("a", dataflow.Shape{n, n})
 	ops := g.Input("ops", dataflow.Shape{3 * b, n})
@@ -36,6 +40,13 @@ func newLUProgram(fn string, cfg *config, n, b int) (*luProgram, error) {
 	g.Output("u", u)                                          //
 	g.Output("p", g.MatMul(ct, an, false, true))              // [b, n]: (A'·C)ᵀ
 	g.Output("mx", g.ReduceMax(g.Abs(an), []int{0, 1}, true)) // [1, 1]
+	return g
+}
+
+func newLUProgram(fn string, cfg *config, n, b int) (*luProgram, error) {
+	start := time.Now()
+	defer func() { cfg.stats.Build += time.Since(start) }()
+	g := luGraph(n, b)
 	exe, rep, err := shim.BuildReported(cfg.dev, g)
 	if err != nil {
 		return nil, wrapDevice(fn, err)
@@ -79,17 +90,142 @@ func (p *luProgram) run(fn string) (time.Duration, error) {
 	return d, nil
 }
 
-// rescale multiplies the resident matrix by 2^e: read, scaled on the way
-// back (exact but for fp16 underflow when e < 0).
+// rescale multiplies the resident matrix by 2^e in place, on its fp16
+// encodings (exact but for fp16 underflow when e < 0).
 func (p *luProgram) rescale(fn string, e int) error {
-	buf := make([]float64, p.n*p.n)
-	if err := p.ses.Read64("a", buf, 0); err != nil {
+	a, err := p.ses.InputRows("a")
+	if err != nil {
 		return wrapDevice(fn, err)
 	}
-	if err := p.ses.Write64("a", buf, e); err != nil {
-		return wrapDevice(fn, err)
+	bad := make([]bool, parts(a.Rows, a.RowLen))
+	eachRows(a.Rows, len(bad), func(k, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			if fp16.ScaleInPlace(a.Row(r), e) >= 0 {
+				bad[k] = true
+			}
+		}
+	})
+	if slices.Contains(bad, true) {
+		return fmt.Errorf("linalg: %s: rescaling the resident matrix by 2^%d left fp16's range: %w", fn, e, ErrRange)
 	}
 	return nil
+}
+
+// writeMatrix stores B·2^σ as the resident matrix, every core encoding
+// its rows.
+func (p *luProgram) writeMatrix(fn string, b []float64, sigma int) error {
+	a, err := p.ses.InputRows("a")
+	if err != nil {
+		return wrapDevice(fn, err)
+	}
+	n := a.RowLen
+	bad := make([]int, parts(a.Rows, n))
+	eachRows(a.Rows, len(bad), func(k, lo, hi int) {
+		bad[k] = -1
+		for r := lo; r < hi && bad[k] < 0; r++ {
+			if i := fp16.EncodeScaled(a.Row(r), b[r*n:(r+1)*n], sigma); i >= 0 {
+				bad[k] = r*n + i
+			}
+		}
+	})
+	for _, i := range bad {
+		if i >= 0 {
+			return fmt.Errorf("linalg: %s: entry %d of the equilibrated matrix is %g·2^%d, beyond fp16's range: %w", fn, i, b[i], sigma, ErrRange)
+		}
+	}
+	return nil
+}
+
+// opsTile is the row tile of writeOps' and readStep's transposes.
+const opsTile = 32
+
+// writeOps encodes the step's operands [W; L₂₁ᵀ; Cᵀ] into the "ops"
+// input in place: W = inv (L₁₁⁻¹, bw×bw, rounded to fp16) in the pivot
+// rows' columns rows[:bw], L₂₁ᵀ from the panel's rows bw…m−1 (rounded
+// multipliers, |l| ≤ 1) in their rows' columns, C selecting the nbw
+// columns after c+bw. Every value is an fp16 already, so encoding is
+// exact; only W can leave the range (pivot growth).
+func (p *luProgram) writeOps(fn string, inv, panel []float64, rows []int, bw, m, c, nbw int) error {
+	ops, err := p.ses.InputRows("ops")
+	if err != nil {
+		return wrapDevice(fn, err)
+	}
+	b := p.b
+	for r := range 3 * b {
+		clear(ops.Row(r))
+	}
+	for t := range bw {
+		w := ops.Row(t)
+		for s := 0; s <= t; s++ {
+			h := fp16.FromFloat64(inv[t*bw+s])
+			if h.IsInf() {
+				return fmt.Errorf("linalg: %s: the panel at column %d has L₁₁⁻¹ entries of %g, beyond fp16's range (pivot growth); use Precision Compensated: %w", fn, c, inv[t*bw+s], ErrRange)
+			}
+			w[rows[s]] = uint16(h)
+		}
+	}
+	// L₂₁ᵀ by tiles of panel rows, so that each row of ops is written in
+	// runs and each panel row read from cache.
+	for i0 := bw; i0 < m; i0 += opsTile {
+		i1 := min(i0+opsTile, m)
+		for t := range bw {
+			lt := ops.Row(b + t)
+			for i := i0; i < i1; i++ {
+				lt[rows[i]] = uint16(fp16.FromFloat64(panel[i*bw+t]))
+			}
+		}
+	}
+	one := uint16(fp16.FromFloat64(1))
+	for t := range nbw {
+		ops.Row(2*b + t)[c+bw+t] = one
+	}
+	return nil
+}
+
+// readStep reads the dispatch's outputs: U's new columns into the packed
+// factors lu (rows c…c+bw−1, columns from c+bw), the next panel (nbw
+// columns, rows act) into panel, both scaled by 2^exp, and returns the
+// new max|A'| in device units. An fp16 overflow is ErrRange.
+func (p *luProgram) readStep(fn string, lu, panel []float64, act []int, bw, c, nbw, exp int) (float64, error) {
+	n := p.n
+	mxv := []float64{0}
+	if err := p.ses.Read64("mx", mxv, 0); err != nil {
+		return 0, wrapDevice(fn, err)
+	}
+	u, err := p.ses.OutputRows("u")
+	if err != nil {
+		return 0, wrapDevice(fn, err)
+	}
+	pt, err := p.ses.OutputRows("p")
+	if err != nil {
+		return 0, wrapDevice(fn, err)
+	}
+	overflow := func(what string, t int) error {
+		return fmt.Errorf("linalg: %s: row %d of the step's %s overflowed fp16 on the device: %w", fn, t, what, ErrRange)
+	}
+	for t := range bw {
+		row := u.Row(t)[c+bw:]
+		if fp16.Finite(row) >= 0 {
+			return 0, overflow("U", t)
+		}
+		fp16.DecodeScaled(lu[(c+t)*n+c+bw:(c+t+1)*n], row, exp)
+	}
+	for t := range nbw {
+		if fp16.Finite(pt.Row(t)) >= 0 {
+			return 0, overflow("next panel", t)
+		}
+	}
+	scale := math.Ldexp(1, exp)
+	for i0 := 0; i0 < len(act); i0 += opsTile {
+		i1 := min(i0+opsTile, len(act))
+		for t := range nbw {
+			row := pt.Row(t)
+			for i := i0; i < i1; i++ {
+				panel[i*nbw+t] = fp16.Bits(row[act[i]]).Float64() * scale
+			}
+		}
+	}
+	return mxv[0], nil
 }
 
 func (p *luProgram) close() {
