@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/anemone-go/anemone/engine"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -168,12 +169,12 @@ func blockSize(n, override int) int {
 }
 
 // panelLU factors the m×bw panel (row-major in p, rows act) with partial
-// pivoting (LAPACK's dgetrf) and returns the rows in pivot order: rows[:bw]
+// pivoting (LAPACK's dgetrf's pivots, recursiveLU) and returns the rows in pivot order: rows[:bw]
 // are the pivot rows, rows[bw:] the rest, p permuted likewise. ok is false
 // when a pivot is exactly zero.
 func panelLU(p []float64, m, bw int, act []int, st *Stats) (rows []int, ok bool) {
 	ipiv := make([]int, bw)
-	ok = lapack64.Getrf(blas64.General{Rows: m, Cols: bw, Stride: bw, Data: p}, ipiv)
+	ok = recursiveLU(blas64.General{Rows: m, Cols: bw, Stride: bw, Data: p}, ipiv)
 	st.HostFlops += int64(2*m*bw*bw - 2*bw*bw*bw/3)
 	rows = append([]int(nil), act...)
 	for i, q := range ipiv {
@@ -183,25 +184,15 @@ func panelLU(p []float64, m, bw int, act []int, st *Stats) (rows []int, ok bool)
 }
 
 // unitLowerInverse returns L₁₁⁻¹ for the unit lower triangle of the bw×bw
-// top of p (row stride bw).
+// top of p (row stride bw): LAPACK's dtrtri, on a copy whose upper
+// triangle is zeroed.
 func unitLowerInverse(p []float64, bw int) []float64 {
 	inv := make([]float64, bw*bw)
 	for i := range bw {
+		copy(inv[i*bw:i*bw+i], p[i*bw:i*bw+i])
 		inv[i*bw+i] = 1
 	}
-	// Rows of L⁻¹ by forward substitution: inv[i] = e_i − Σ_{s<i} l_is·inv[s].
-	for i := 1; i < bw; i++ {
-		row := inv[i*bw : i*bw+i]
-		for s := range i {
-			l := p[i*bw+s]
-			if l == 0 {
-				continue
-			}
-			for t := 0; t <= s; t++ {
-				row[t] -= l * inv[s*bw+t]
-			}
-		}
-	}
+	lapack64.Trtri(blas64.Triangular{Uplo: blas.Lower, Diag: blas.Unit, N: bw, Stride: bw, Data: inv})
 	return inv
 }
 
@@ -296,7 +287,11 @@ func (f *Factorization) factorFP16(fn string) error {
 			copy(lbuf[rows[i]*n+c:rows[i]*n+c+bw], row)
 		}
 		st.HostFlops += int64((m - bw) * bw)
-		act = rows[bw:]
+		// The rows left, in ascending order: the next panel is gathered
+		// from the device's output, and the next operands scattered into
+		// it, by these indices, which then run in order.
+		act = slices.Clone(rows[bw:])
+		slices.Sort(act)
 		if c+bw >= n {
 			break
 		}
@@ -538,9 +533,12 @@ type scaledMatrix struct {
 	normB, maxB   float64 // ‖B‖∞, max|b_ij|
 }
 
-// equilibrateNorms is equilibrateIter; each pass over the matrix runs on
-// every core (eachRows), the copy of A is the pass that checks finiteness
-// and takes A's norms, and the last scaling takes B's.
+// equilibrateNorms is equilibrateIter in few passes over the matrix, each
+// on every core (eachRows): the first checks finiteness and takes A's
+// norms and maxima; each of Ruiz's sweeps and Alg. 2.1 then read A once,
+// scaling a row and taking its share of the column maxima while it is in
+// cache, and only the last pass writes B (and takes B's norm). Ruiz's
+// iteration stops at the first sweep that changes no scale.
 func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 	if a == nil {
 		return nil, fmt.Errorf("linalg: %s: a is nil: %w", fn, ErrShape)
@@ -560,64 +558,79 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 	for i := range n {
 		r[i], c[i] = 1, 1
 	}
-	p := parts(n, n)
-	rowMax := make([]float64, n)
-	colMax := make([]float64, n)
-	partMax := make([][]float64, p) // each part's column maxima
-	partSum := make([][]float64, p) // and column sums, in the first pass
-	for k := range p {
-		partMax[k] = make([]float64, n)
-		partSum[k] = make([]float64, n)
-	}
-	rowSum := make([]float64, n)
-	// pass runs row i's work for every row, then reduces the column
-	// maxima (and sums, with sums) of the parts.
-	pass := func(sums bool, row func(i int, cm, cs []float64)) {
-		eachRows(n, p, func(k, lo, hi int) {
-			cm, cs := partMax[k], partSum[k]
-			clear(cm)
-			if sums {
-				clear(cs)
-			}
-			for i := lo; i < hi; i++ {
-				row(i, cm, cs)
-			}
-		})
-		copy(colMax, partMax[0])
-		for _, cm := range partMax[1:] {
-			for j, v := range cm {
-				colMax[j] = max(colMax[j], v)
-			}
-		}
-	}
-	// The copy: A's rows into b, their maxima and absolute sums.
+	// src is row i of A: the caller's storage when it is a RawMatrixer,
+	// else b, which the first pass fills.
 	var raw blas64.General
 	if rm, ok := a.(mat.RawMatrixer); ok {
 		if raw = rm.RawMatrix(); raw.Rows != n || raw.Cols != n {
 			raw.Data = nil
 		}
 	}
-	pass(true, func(i int, cm, cs []float64) {
-		row := b[i*n : (i+1)*n]
+	src := func(i int) []float64 {
 		if raw.Data != nil {
-			copy(row, raw.Data[i*raw.Stride:i*raw.Stride+n])
-		} else {
-			for j := range row {
-				row[j] = a.At(i, j)
+			return raw.Data[i*raw.Stride : i*raw.Stride+n]
+		}
+		return b[i*n : (i+1)*n]
+	}
+	p := parts(n, n)
+	rowMax, rowSum, colMax := make([]float64, n), make([]float64, n), make([]float64, n)
+	partMax := make([][]float64, p) // each part's column maxima
+	for k := range p {
+		partMax[k] = make([]float64, n)
+	}
+	// pass runs row(i, its part's column maxima) for every row, then
+	// reduces the parts' column maxima into colMax.
+	pass := func(row func(i int, cm []float64)) {
+		eachRows(n, p, func(k, lo, hi int) {
+			cm := partMax[k]
+			clear(cm)
+			for i := lo; i < hi; i++ {
+				row(i, cm)
+			}
+		})
+		copy(colMax, partMax[0])
+		for _, cm := range partMax[1:] {
+			for j, v := range cm {
+				if v > colMax[j] {
+					colMax[j] = v
+				}
 			}
 		}
-		mx, sum := 0.0, 0.0
-		cm, cs = cm[:n], cs[:n]
-		for j, v := range row {
-			v = math.Abs(v)
-			mx, sum = max(mx, v), sum+v
-			cm[j] = max(cm[j], v)
-			cs[j] += v
+	}
+	// The first pass: finiteness (an infinite or NaN row sum), A's row
+	// maxima and sums, and its column sums (one slice per part).
+	colSum := make([][]float64, p)
+	for k := range p {
+		colSum[k] = make([]float64, n)
+	}
+	eachRows(n, p, func(k, lo, hi int) {
+		cm, cs := partMax[k], colSum[k]
+		for i := lo; i < hi; i++ {
+			row := b[i*n : (i+1)*n]
+			if raw.Data != nil {
+				row = src(i)
+			} else {
+				for j := range row {
+					row[j] = a.At(i, j)
+				}
+			}
+			mx, sum := 0.0, 0.0
+			cm, cs := cm[:n], cs[:n]
+			for j, v := range row {
+				v = math.Abs(v)
+				if v > mx {
+					mx = v
+				}
+				sum += v
+				if v > cm[j] {
+					cm[j] = v
+				}
+				cs[j] += v
+			}
+			rowMax[i], rowSum[i] = mx, sum
 		}
-		rowMax[i], rowSum[i] = mx, sum
 	})
 	for i := range n {
-		e.normA = max(e.normA, rowSum[i])
 		if s := rowSum[i]; s-s != 0 { // NaN or ±Inf somewhere in row i
 			_, _, err := checkMatrix(fn, "a", a)
 			if err == nil { // finite entries whose sum overflows
@@ -625,13 +638,16 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 			}
 			return nil, err
 		}
+		e.normA = max(e.normA, rowSum[i])
 	}
 	for j := range n {
-		s := 0.0
-		for _, cs := range partSum {
-			s += cs[j]
+		s, cm := 0.0, 0.0
+		for k := range p {
+			s += colSum[k][j]
+			cm = max(cm, partMax[k][j])
 		}
 		e.norm1A = max(e.norm1A, s)
+		colMax[j] = cm
 	}
 	for i := range n {
 		if rowMax[i] == 0 {
@@ -641,71 +657,67 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 			return nil, fmt.Errorf("linalg: %s: column %d of a is zero, so a is singular: %w", fn, i, ErrSingular)
 		}
 	}
-	// scale multiplies row i of b by rs[i] and column j by cs[j] (nil: by
-	// 1; the factors are powers of two, so exactly) and recomputes the
-	// row and column maxima (and the row sums) in the same pass.
-	scale := func(rs, cs []float64) {
-		pass(false, func(i int, cm, _ []float64) {
-			row := b[i*n : (i+1)*n]
-			ri := 1.0
-			if rs != nil {
-				ri = rs[i]
-			}
-			switch {
-			case cs == nil:
-				for j := range row {
-					row[j] *= ri
-				}
-			default:
-				for j := range row {
-					row[j] = ri * row[j] * cs[j]
-				}
-			}
-			mx, sum := 0.0, 0.0
-			cm = cm[:n]
+	// sweep scales every row by rowScale of its maximum, taking the
+	// column maxima of the row-scaled matrix as it goes, then every column
+	// by colScale of its maximum; it reports whether any scale was not 1.
+	sweep := func(rowScale, colScale func(float64) float64) bool {
+		pass(func(i int, cm []float64) {
+			row := src(i)
+			cs, cm := c[:len(row)], cm[:len(row)]
+			mx := 0.0
 			for j, v := range row {
-				v = math.Abs(v)
-				mx, sum = max(mx, v), sum+v
-				cm[j] = max(cm[j], v)
+				if v = math.Abs(v) * cs[j]; v > mx {
+					mx = v
+				}
 			}
-			rowMax[i], rowSum[i] = mx, sum
+			f := rowScale(mx * r[i])
+			r[i] *= f
+			ri := r[i]
+			for j, v := range row {
+				if v = math.Abs(v) * cs[j] * ri; v > cm[j] {
+					cm[j] = v
+				}
+			}
+			rowMax[i] = f // the row's scale, read below
 		})
-		for i := range n {
-			if rs != nil {
-				r[i] *= rs[i]
-			}
-			if cs != nil {
-				c[i] *= cs[i]
-			}
+		changed := false
+		for _, f := range rowMax {
+			changed = changed || f != 1
 		}
+		for j := range n {
+			f := colScale(colMax[j])
+			c[j] *= f
+			changed = changed || f != 1
+		}
+		return changed
 	}
-	rs := make([]float64, n)
+	// Ruiz's iteration, then Alg. 2.1.
 	for range equilIters {
-		done := true
-		for i := range n {
-			rs[i] = sqrtPow2(rowMax[i])
-			if rowMax[i] <= 0.5 || rowMax[i] > 2 || colMax[i] <= 0.5 || colMax[i] > 2 {
-				done = false
-			}
-		}
-		if done {
+		if !sweep(sqrtPow2, sqrtPow2) {
 			break
 		}
-		scale(rs, nil)
-		for j := range n {
-			rs[j] = sqrtPow2(colMax[j])
-		}
-		scale(nil, rs)
 	}
 	// Alg. 2.1: rows into (½, 1], then columns (whose factors are ≥ 1).
-	for i := range n {
-		rs[i] = pow2AtMostOne(rowMax[i])
-	}
-	scale(rs, nil)
-	for j := range n {
-		rs[j] = pow2AtMostOne(colMax[j])
-	}
-	scale(nil, rs)
+	sweep(pow2AtMostOne, pow2AtMostOne)
+	// The write: B = D_r·A·D_c, its row sums and maxima.
+	eachRows(n, p, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row, out := src(i), b[i*n:(i+1)*n]
+			out, cs := out[:len(row)], c[:len(row)]
+			ri := r[i]
+			mx, sum := 0.0, 0.0
+			for j, v := range row {
+				w := ri * v * cs[j]
+				out[j] = w
+				w = math.Abs(w)
+				if w > mx {
+					mx = w
+				}
+				sum += w
+			}
+			rowMax[i], rowSum[i] = mx, sum
+		}
+	})
 	for i := range n {
 		e.normB = max(e.normB, rowSum[i])
 		e.maxB = max(e.maxB, rowMax[i])
