@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/reference"
 	"github.com/stretchr/testify/require"
@@ -121,9 +123,9 @@ func TestMatMulTable(t *testing.T) {
 	}
 }
 
-// TestMatMulTiled: products past the simulator's spatial limit of 16384
-// (rows of A: bands, one program each; contraction: chunks in one program)
-// against gonum. Tolerances as TestMatMulTable.
+// TestMatMulTiled: products past the simulator's limits (rows of A:
+// bands, one dispatch each of one program; contraction: chunks in one
+// program) against gonum. Tolerances as TestMatMulTable.
 func TestMatMulTiled(t *testing.T) {
 	for _, d := range devices {
 		testMatMulTiled(t, d.name, d.wide)
@@ -131,16 +133,45 @@ func TestMatMulTiled(t *testing.T) {
 }
 
 func testMatMulTiled(t *testing.T, name string, wide bool) {
-	// 16400 rows are two bands of 8200: one program (the bands have one
-	// shape, and A is a runtime operand), two dispatches.
-	cases := []struct{ m, k, n, programs, dispatches int }{
-		{16400, 8, 3, 1, 2},
-		{4, 20000, 3, 1, 1},
+	// The bands, from the simulator's limits (engine.Strict: spatial
+	// 16384, channels 65536; height 16384, engine.HeightLimit): a band of
+	// r rows has the output Cᵀ with r on its last axis (r ≤ 16384), and
+	// in Compensated mode one input holding the band's L limbs stacked
+	// along its rows, [L·r, k], whose height L·r ≤ 16384 (also under the
+	// 65536 channels, alone and packed with B's 3·L rows). So FP16 bands
+	// have up to 16384 rows, Compensated ones ⌊16384/5⌋ = 3276 on sim (5
+	// limbs) and ⌊16384/10⌋ = 1638 on sim-narrow (10 limbs of 3 bits).
+	// m rows take ⌈m/r⌉ equal bands (the last one overlapping), all of one
+	// shape: one program however many dispatches.
+	//
+	//   - 16400 rows: FP16 2 bands of 8200; Compensated 6 of 2734 on sim
+	//     (5·3276 = 16380 < 16400), 11 of 1491 on sim-narrow
+	//     (10·1638 = 16380 < 16400).
+	//   - 5000 rows: FP16 one band; Compensated 2 of 2500 on sim, 4 of
+	//     1250 on sim-narrow.
+	//   - 4 rows and a contraction of 20000 (two FP16 chunks of ≤ 8192, the
+	//     compensated ones of ⌊(16384 − 3)/L⌋): one band, whose inputs need
+	//     at most 13·10·(4 + 3) device rows.
+	type counts struct{ fp16, comp, narrow int }
+	cases := []struct {
+		m, k, n    int
+		dispatches counts
+	}{
+		{16400, 8, 3, counts{2, 6, 11}},
+		{5000, 8, 3, counts{1, 2, 4}},
+		{4, 20000, 3, counts{1, 1, 1}},
 	}
 	for _, tc := range cases {
 		for _, mode := range []precision.Mode{precision.FP16, precision.Compensated} {
 			if !wide && mode == precision.Compensated && testing.Short() {
 				continue // ≈ 120 passes of the slow narrow kernel: keep -short fast
+			}
+			want := tc.dispatches.fp16
+			switch {
+			case mode == precision.Compensated && wide:
+				want = tc.dispatches.comp
+			case mode == precision.Compensated:
+				want = tc.dispatches.narrow
 			}
 			t.Run(fmt.Sprintf("%s/%dx%dx%d/%v", name, tc.m, tc.k, tc.n, mode), func(t *testing.T) {
 				rng := newRNG(7)
@@ -152,8 +183,8 @@ func testMatMulTiled(t *testing.T, name string, wide bool) {
 				ref, err := reference.MatMul(a, b)
 				require.NoError(t, err)
 				require.LessOrEqual(t, frobRelErr(c, ref), matMulTol(mode, tc.k, wide))
-				require.Equal(t, tc.programs, st.Programs)
-				require.Equal(t, tc.dispatches, st.Dispatches)
+				require.Equal(t, 1, st.Programs) // every band has one shape
+				require.Equal(t, want, st.Dispatches)
 				// Again on the same device: the program is there already.
 				_, err = MatMul(a, b, &Settings{Device: fresh, Precision: mode, Stats: &st})
 				require.NoError(t, err)
@@ -210,6 +241,16 @@ func TestProductBadInput(t *testing.T) {
 		{"tol", func() error { _, err := MatMul(good, good, &Settings{Device: dev, Tol: -1}); return err }, ErrInvalid},
 		{"float64 narrow", func() error {
 			_, err := MatMul(good, good, &Settings{Device: openDevice(t, "sim-narrow"), Precision: precision.Float64})
+			return err
+		}, ErrUnsupported},
+		{"columns past the limbs' limit", func() error {
+			// B's 10 limbs of 3 bits stacked along the rows of one input
+			// pass the height limit whatever the band of A: no program fits.
+			wideB := mat.NewDense(2, engine.HeightLimit/10+1, nil)
+			_, err := MatMul(good, wideB, &Settings{Device: openDevice(t, "sim-narrow")})
+			if err != nil && (!strings.Contains(err.Error(), "even for one row") || !strings.Contains(err.Error(), "height limit")) {
+				return errors.New("unclear: " + err.Error()) // not the sentinel
+			}
 			return err
 		}, ErrUnsupported},
 		{"solve float64 narrow", func() error {

@@ -10,12 +10,20 @@ import (
 )
 
 // plan is C = A·B for an m×k A and k×n right operands, on the device, in
-// one program per band of A's rows: the device writes Cᵀ = Bᵀ·Aᵀ, whose
-// last axis is m, so bands of at most the target's MaxSpatial rows keep
-// every program legal (contractions longer than the limit are cut inside
-// the program by precision's products). A is a runtime operand, resident
-// on the device: the programs depend on the shape alone, and setA changes
-// the matrix without a compile.
+// bands of A's rows, one dispatch each. A band's program must fit every
+// axis limit of the target: the device writes Cᵀ = Bᵀ·Aᵀ, whose last axis
+// is the band's rows (the spatial limit), and the compensated modes stack
+// the band's limbs along the rows of one input (limbs × rows against the
+// height and channel limits, and with the right operand's and the other
+// contraction chunks' rows against the channel limit of the one packed
+// input surface). precision.MatMulRows says how many rows fit for the
+// mode's limb count on the device; contractions longer than the spatial
+// limit are cut inside the program by precision's products. All bands have
+// one size, so one program serves them: the last one starts early enough
+// to end at row m, overlapping its neighbour (those rows are computed
+// twice, identically). A is a runtime operand, resident on the device: the
+// program depends on the shape alone, and setA changes the matrix without
+// a compile.
 type plan struct {
 	cfg     *config
 	mode    precision.Mode
@@ -47,13 +55,18 @@ func newPlan(fn string, cfg *config, a mat.Matrix, n int, mode precision.Mode) (
 // gives A.
 func newShapePlan(fn string, cfg *config, m, k, n int, mode precision.Mode) (*plan, error) {
 	pl := &plan{cfg: cfg, mode: mode, m: m, k: k, n: n}
-	nb := (m + cfg.maxSpat - 1) / cfg.maxSpat
 	start := time.Now()
 	defer func() { cfg.stats.Build += time.Since(start) }()
+	opts := cfg.productOptions(mode)
+	rows, err := precision.MatMulRows(cfg.dev, m, k, n, opts)
+	if err != nil {
+		return nil, wrapDevice(fn, err)
+	}
+	nb := (m + rows - 1) / rows
+	size := (m + nb - 1) / nb // ≤ rows
 	for i := range nb {
-		off := i * m / nb
-		end := (i + 1) * m / nb
-		p, err := precision.NewMatMulShape(cfg.dev, end-off, k, n, cfg.productOptions(mode))
+		off := min(i*size, m-size)
+		p, err := precision.NewMatMulShape(cfg.dev, size, k, n, opts)
 		if err != nil {
 			pl.close()
 			return nil, wrapDevice(fn, err)
@@ -62,7 +75,7 @@ func newShapePlan(fn string, cfg *config, m, k, n int, mode precision.Mode) (*pl
 			cfg.stats.Programs++
 			cfg.stats.ModeledCompile += rep.Modeled
 		}
-		pl.bands = append(pl.bands, band{off, end - off, p})
+		pl.bands = append(pl.bands, band{off, size, p})
 	}
 	return pl, nil
 }
@@ -213,10 +226,14 @@ func productMode(m precision.Mode) precision.Mode {
 //
 // Products past the target's limits are tiled: contractions longer than
 // the exactness or spatial limit are cut into chunks inside the one
-// program, and A's rows into bands of at most the target's spatial limit,
-// one program each. The errors are relative to ‖A‖·‖B‖: a product that
-// cancels heavily has a correspondingly larger relative error. Inputs are
-// not modified.
+// program, and A's rows into equal bands, one dispatch each of one
+// program, small enough that every tensor of the program fits the
+// target's axis limits for the mode's limb count (precision.MatMulRows:
+// at most the spatial limit, and, in Compensated mode, about the height
+// limit over the limb count). A product that no band fits (too many
+// columns of B for the limbs) is ErrUnsupported. The errors are relative
+// to ‖A‖·‖B‖: a product that cancels heavily has a correspondingly larger
+// relative error. Inputs are not modified.
 func MatMul(a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	cfg, err := resolve("MatMul", s)
 	if err != nil {

@@ -3,7 +3,6 @@ package linalg
 import (
 	"errors"
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"math"
 	"time"
 
@@ -125,14 +124,13 @@ type Stats struct {
 func (s *Stats) finish() { s.ModeledTotal = s.ModeledTime + s.ModeledCompile + s.Host + s.Build }
 
 type config struct {
-	dev     shim.Device
-	mode    precision.Mode // as given (0 = function default)
-	tol     float64
-	budget  int
-	stats   *Stats
-	maxSpat int
-	wide    bool // the device accumulates matmuls in float32
-	block   int
+	dev    shim.Device
+	mode   precision.Mode // as given (0 = function default)
+	tol    float64
+	budget int
+	stats  *Stats
+	wide   bool // the device accumulates matmuls in float32
+	block  int
 }
 
 // resolve checks s and fills in the defaults; fn names the caller.
@@ -166,10 +164,6 @@ func resolve(fn string, s *Settings) (*config, error) {
 			return nil, fmt.Errorf("linalg: %s: opening the default device: %w", fn, err)
 		}
 		c.dev = d
-	}
-	c.maxSpat = c.dev.Info().Target.MaxSpatial
-	if c.maxSpat <= 0 {
-		c.maxSpat = engine.RowLimit
 	}
 	wide, err := wideAccumulator(c.dev)
 	if err != nil {

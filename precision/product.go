@@ -169,12 +169,35 @@ func newProduct(fn string, dev shim.Device, m, k, n int, opts MatVecOptions) (*p
 	if m < 1 || k < 1 || n < 1 {
 		return nil, fmt.Errorf("precision: %s: empty product (%d×%d times %d columns): %w", fn, m, k, n, ErrShape)
 	}
-	mode, limbs, nbits, err := resolve(fn, opts)
+	target := dev.Info().Target
+	p, g, err := buildProduct(fn, target, m, k, n, opts)
 	if err != nil {
 		return nil, err
 	}
-	target := dev.Info().Target
-	maxK := target.MaxSpatial
+	exe, rep, err := shim.BuildReported(dev, g)
+	if err != nil {
+		return nil, fmt.Errorf("precision: %s: building the %v program for %d×%d times %d columns: %w", fn, p.mode, m, k, n, err)
+	}
+	ses, err := shim.NewSession(exe)
+	if err != nil {
+		return nil, fmt.Errorf("precision: %s: %w", fn, err)
+	}
+	p.exe, p.ses, p.compiled = exe, ses, rep
+	if c, err := lower.Estimate(exe.Program(), target.Name); err == nil {
+		p.cost = c
+	}
+	return p, nil
+}
+
+// buildProduct resolves opts and builds the graph of the product (A m×k
+// times n columns) for target t, without compiling it: p holds the layout
+// (chunks, blocks, limbs, shift), g the program.
+func buildProduct(fn string, t lower.Target, m, k, n int, opts MatVecOptions) (*product, *dataflow.Graph, error) {
+	mode, limbs, nbits, err := resolve(fn, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	maxK := t.MaxSpatial
 	if maxK <= 0 {
 		maxK = engine.RowLimit
 	}
@@ -186,21 +209,150 @@ func newProduct(fn string, dev shim.Device, m, k, n int, opts MatVecOptions) (*p
 		err = p.buildCompensated(fn, g, maxK)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	exe, rep, err := shim.BuildReported(dev, g)
+	return p, g, nil
+}
+
+// MatMulRows returns the largest row count r ≤ m for which
+// NewMatMulShape(dev, r, k, n, opts) builds a program that fits dev's
+// target: every tensor it takes or computes within the target's rank,
+// its last axis within MaxSpatial, its second to last (height) within
+// engine.HeightLimit and every other axis within MaxChannels, and every
+// input and output, on a target with PackedIO all inputs together and all
+// outputs together, within MaxChannels device rows. The limb count is the
+// one opts resolves to (Compensated stacks the limbs of A along the rows
+// of its input, so r shrinks with it); the contraction and column
+// layout do not depend on the row count, so one r serves every band of
+// A's rows. Products with more rows are cut into bands of at most r rows
+// by the caller (package linalg). If not even one row fits (too many
+// columns, or a contraction cut into too many chunks, for the limbs), the
+// error wraps lower.ErrUnsupported and names the tensor and the limit.
+// Bad options are ErrInvalid and an empty shape ErrShape, as in
+// NewMatMulShape. Nothing is compiled.
+func MatMulRows(dev shim.Device, m, k, n int, opts MatMulOptions) (int, error) {
+	if dev == nil {
+		return 0, fmt.Errorf("precision: MatMulRows: nil device: %w", shim.ErrNoDevice)
+	}
+	return maxRows("MatMulRows", dev.Info().Target, m, k, n, opts)
+}
+
+// maxRows is MatMulRows for target t: a bisection over the row count,
+// each step building the graph (every row-dependent axis grows with the
+// row count, so the rows that fit are an interval [1, r]).
+func maxRows(fn string, t lower.Target, m, k, n int, opts MatMulOptions) (int, error) {
+	if m < 1 || k < 1 || n < 1 {
+		return 0, fmt.Errorf("precision: %s: empty product (%d×%d times %d columns): %w", fn, m, k, n, ErrShape)
+	}
+	fitsRows := func(r int) (*product, error) {
+		p, g, err := buildProduct(fn, t, r, k, n, opts)
+		if err != nil {
+			return nil, err
+		}
+		return p, checkFits(g, t)
+	}
+	if _, err := fitsRows(m); err == nil {
+		return m, nil
+	} else if !errors.Is(err, lower.ErrUnsupported) {
+		return 0, err
+	}
+	p, err := fitsRows(1)
 	if err != nil {
-		return nil, fmt.Errorf("precision: %s: building the %v program for %d×%d times %d columns: %w", fn, mode, m, k, n, err)
+		if p != nil && errors.Is(err, lower.ErrUnsupported) {
+			return 0, fmt.Errorf("precision: %s: no band of A's rows fits: the %v product with %d limbs, a contraction of %d (chunks: %d) and %d columns does not fit target %s even for one row (use fewer columns, or a shorter contraction, per product): %w",
+				fn, p.mode, p.limbs, k, len(p.kch), n, t.Name, err)
+		}
+		return 0, err
 	}
-	ses, err := shim.NewSession(exe)
-	if err != nil {
-		return nil, fmt.Errorf("precision: %s: %w", fn, err)
+	lo, hi := 1, m // lo fits, hi does not
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if _, err := fitsRows(mid); err == nil {
+			lo = mid
+		} else if errors.Is(err, lower.ErrUnsupported) {
+			hi = mid
+		} else {
+			return 0, err
+		}
 	}
-	p.exe, p.ses, p.compiled = exe, ses, rep
-	if c, err := lower.Estimate(exe.Program(), target.Name); err == nil {
-		p.cost = c
+	return lo, nil
+}
+
+// checkFits holds the graph to t's axis limits (see MatMulRows), as the
+// lowering (spatial axis, device rows) and the hardware's tensor check
+// (height axis, every other axis; shim/ane.CheckTensors) do. Constants are
+// weights, not tensors the engine lays out, and are skipped as there. The
+// error wraps lower.ErrUnsupported.
+func checkFits(g *dataflow.Graph, t lower.Target) error {
+	spatial, channels := t.MaxSpatial, t.MaxChannels
+	if spatial <= 0 { // as buildProduct
+		spatial = engine.RowLimit
 	}
-	return p, nil
+	if channels <= 0 {
+		channels = engine.ChannelLimit
+	}
+	nodes := g.Nodes()
+	name := func(nd *dataflow.Node) string {
+		if nd.Name != "" {
+			return fmt.Sprintf("%q", nd.Name)
+		}
+		return fmt.Sprintf("node %d (%s)", nd.ID, nd.Op)
+	}
+	for _, nd := range nodes {
+		if nd.Op == dataflow.OpConst {
+			continue
+		}
+		r := len(nd.Shape)
+		if t.MaxRank > 0 && r > t.MaxRank {
+			return fmt.Errorf("%s of shape %v has rank %d, over target %s's %d: %w", name(nd), nd.Shape, r, t.Name, t.MaxRank, lower.ErrUnsupported)
+		}
+		for i, d := range nd.Shape {
+			role, limit := "channel", channels
+			switch i {
+			case r - 1:
+				role, limit = "spatial", spatial
+			case r - 2:
+				role, limit = "height", engine.HeightLimit
+			}
+			if d > limit {
+				return fmt.Errorf("%s of shape %v: axis %d (%s) is %d, over target %s's %s limit of %d: %w", name(nd), nd.Shape, i, role, d, t.Name, role, limit, lower.ErrUnsupported)
+			}
+		}
+	}
+	io := func(kind string, ids []int, names []string) error {
+		total := 0
+		for i, id := range ids {
+			rows := 1
+			if s := nodes[id].Shape; len(s) > 0 {
+				for _, d := range s[:len(s)-1] {
+					rows *= d
+				}
+			}
+			if rows > channels {
+				return fmt.Errorf("%s %q of shape %v needs %d device rows, over target %s's channel limit of %d: %w", kind, names[i], nodes[id].Shape, rows, t.Name, channels, lower.ErrUnsupported)
+			}
+			total += rows
+		}
+		if t.PackedIO && total > channels {
+			return fmt.Errorf("the %d %ss need %d device rows together in their one surface, over target %s's channel limit of %d: %w", len(ids), kind, total, t.Name, channels, lower.ErrUnsupported)
+		}
+		return nil
+	}
+	in := g.Inputs()
+	inNames := make([]string, len(in))
+	for i, id := range in {
+		inNames[i] = nodes[id].Name
+	}
+	var out []int
+	var outNames []string
+	for _, o := range g.Outputs() {
+		out = append(out, o.Node)
+		outNames = append(outNames, o.Name)
+	}
+	if err := io("input", in, inNames); err != nil {
+		return err
+	}
+	return io("output", out, outNames)
 }
 
 // newProductFor is newProduct for a's shape with A set to a.
@@ -527,8 +679,9 @@ type MatVec struct{ p *product }
 // NewMatVec compiles y = A·x for the m×n matrix a on dev (see MatVec for the
 // modes). Limb counts and digit widths outside [1, MaxLimbs] and
 // [1, MaxBits] are ErrInvalid, NaN or ±Inf in a ErrRange; a that the target
-// cannot hold (m past its MaxSpatial, 16384 on the simulator) fails in
-// lowering with lower.ErrUnsupported. Contractions longer than the exactness
+// cannot hold (m past its MaxSpatial, 16384 on the simulator, or, in the
+// compensated modes, limbs·m past its channel limit; MatMulRows says how
+// many rows fit) fails in lowering with lower.ErrUnsupported. Contractions longer than the exactness
 // and target limits are cut into chunks (see Passes).
 func NewMatVec(dev shim.Device, a mat.Matrix, opts MatVecOptions) (*MatVec, error) {
 	p, err := newProductFor("NewMatVec", dev, a, 1, opts)

@@ -1,0 +1,103 @@
+package precision
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/anemone-go/anemone/engine"
+	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/shim/ane"
+	"github.com/stretchr/testify/require"
+)
+
+// lowers reports whether the product's program for r rows passes the
+// lowering and the hardware's tensor check, which MatMulRows must agree
+// with: those are the checks a program meets on the device.
+func lowers(t *testing.T, tg lower.Target, r, k, n int, opts MatMulOptions) error {
+	t.Helper()
+	_, g, err := buildProduct("test", tg, r, k, n, opts)
+	require.NoError(t, err)
+	prog, err := lower.Lower(g, tg)
+	if err != nil {
+		return err
+	}
+	return ane.CheckTensors(prog.MIL, tg)
+}
+
+// TestMatMulRows: the largest band MatMulRows returns lowers and passes
+// the hardware's tensor check, and one row more does not, on targets with
+// the spatial limit 16384 (sim, M1, whose contractions are padded to 32)
+// and 65536 (M4), for every mode and limb count linalg uses, with one and
+// several contraction chunks and column blocks.
+func TestMatMulRows(t *testing.T) {
+	const m = 70000 // past every limit
+	modes := []struct {
+		name string
+		opts MatMulOptions
+	}{
+		{"fp16", MatMulOptions{Mode: FP16}},
+		{"comp4", MatMulOptions{}},
+		{"comp5", MatMulOptions{Limbs: 5}},
+		{"narrow10x3", MatMulOptions{Limbs: 10, Bits: 3}},
+		{"float64", MatMulOptions{Mode: Float64}},
+	}
+	shapes := []struct{ k, n int }{{8, 3}, {20000, 3}, {1024, 300}, {40000, 1}}
+	for _, tg := range []lower.Target{lower.TargetSim, lower.TargetM1, lower.TargetM4} {
+		for _, md := range modes {
+			for _, sh := range shapes {
+				t.Run(fmt.Sprintf("%s/%s/k%d_n%d", tg.Name, md.name, sh.k, sh.n), func(t *testing.T) {
+					r, err := maxRows("test", tg, m, sh.k, sh.n, md.opts)
+					require.NoError(t, err)
+					require.Less(t, r, m)
+					require.NoError(t, lowers(t, tg, r, sh.k, sh.n, md.opts), "r = %d", r)
+					require.Error(t, lowers(t, tg, r+1, sh.k, sh.n, md.opts), "r = %d", r)
+					// A product that fits whole is one band.
+					r2, err := maxRows("test", tg, r, sh.k, sh.n, md.opts)
+					require.NoError(t, err)
+					require.Equal(t, r, r2)
+				})
+			}
+		}
+	}
+}
+
+// TestMatMulRowsLimbs: the band shrinks with the limb count, as the limbs
+// of A are stacked along its input's rows: on sim with a short
+// contraction, r = ⌊height limit / limbs⌋ (FP16: the spatial limit).
+func TestMatMulRowsLimbs(t *testing.T) {
+	dev := openDevice(t, "sim")
+	for _, tc := range []struct {
+		opts MatMulOptions
+		want int
+	}{
+		{MatMulOptions{Mode: FP16}, lower.TargetSim.MaxSpatial},
+		{MatMulOptions{Limbs: 5}, engine.HeightLimit / 5},
+		{MatMulOptions{Limbs: 10, Bits: 3}, engine.HeightLimit / 10},
+	} {
+		r, err := MatMulRows(dev, 100000, 8, 3, tc.opts)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, r, "%+v", tc.opts)
+	}
+}
+
+// TestMatMulRowsNever: a shape no band fits (the right operand's limbs
+// alone pass the height limit) is a clear error wrapping
+// lower.ErrUnsupported that names the tensor and the limit, before any
+// lowering; bad arguments keep their sentinels.
+func TestMatMulRowsNever(t *testing.T) {
+	dev := openDevice(t, "sim-narrow")
+	n := engine.HeightLimit/10 + 1
+	_, err := MatMulRows(dev, 100, 8, n, MatMulOptions{Limbs: 10, Bits: 3})
+	require.Error(t, err)
+	require.True(t, errors.Is(err, lower.ErrUnsupported), "%v", err)
+	require.Contains(t, err.Error(), "even for one row")
+	require.Contains(t, err.Error(), `"x_k0"`)
+	require.Contains(t, err.Error(), "height limit")
+	_, err = MatMulRows(dev, 0, 8, 3, MatMulOptions{})
+	require.ErrorIs(t, err, ErrShape)
+	_, err = MatMulRows(dev, 10, 8, 3, MatMulOptions{Limbs: 99})
+	require.ErrorIs(t, err, ErrInvalid)
+	_, err = MatMulRows(nil, 10, 8, 3, MatMulOptions{})
+	require.Error(t, err)
+}
