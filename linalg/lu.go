@@ -169,12 +169,12 @@ func blockSize(n, override int) int {
 }
 
 // panelLU factors the m×bw panel (row-major in p, rows act) with partial
-// pivoting (LAPACK's dgetrf's pivots, recursiveLU) and returns the rows in pivot order: rows[:bw]
+// pivoting (LAPACK's dgetrf) and returns the rows in pivot order: rows[:bw]
 // are the pivot rows, rows[bw:] the rest, p permuted likewise. ok is false
 // when a pivot is exactly zero.
 func panelLU(p []float64, m, bw int, act []int, st *Stats) (rows []int, ok bool) {
 	ipiv := make([]int, bw)
-	ok = recursiveLU(blas64.General{Rows: m, Cols: bw, Stride: bw, Data: p}, ipiv)
+	ok = lapack64.Getrf(blas64.General{Rows: m, Cols: bw, Stride: bw, Data: p}, ipiv)
 	st.HostFlops += int64(2*m*bw*bw - 2*bw*bw*bw/3)
 	rows = append([]int(nil), act...)
 	for i, q := range ipiv {
