@@ -691,10 +691,15 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 		}
 		return changed
 	}
-	// Ruiz's iteration, then Alg. 2.1.
-	for range equilIters {
-		if !sweep(sqrtPow2, sqrtPow2) {
-			break
+	// Ruiz's iteration, then Alg. 2.1. Where every row maximum and every
+	// column maximum of A lie within a factor 2 of the largest entry, one
+	// power of two puts them all in Ruiz's stopping interval (½, 2], which
+	// Alg. 2.1 applies: the sweeps are skipped.
+	if spread(rowMax) > 2 || spread(colMax) > 2 {
+		for range equilIters {
+			if !sweep(sqrtPow2, sqrtPow2) {
+				break
+			}
 		}
 	}
 	// Alg. 2.1: rows into (½, 1], then columns (whose factors are ≥ 1).
@@ -723,6 +728,15 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 		e.maxB = max(e.maxB, rowMax[i])
 	}
 	return e, nil
+}
+
+// spread is max(v)/min(v) for positive v.
+func spread(v []float64) float64 {
+	lo, hi := math.Inf(1), 0.0
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return hi / lo
 }
 
 // equilIters bounds Ruiz's sweeps: each halves the logarithm of every
