@@ -203,7 +203,7 @@ func (f *Factorization) refine(b []float64) (x, hist []float64, ok bool, why str
 	fastFail := f.mode == precision.FP16 && f.cfg.mode == 0 && !f.upgraded
 	for step := 0; ; step++ {
 		copy(res, bt)
-		blas64.Gemv(blas.NoTrans, -1, bg, blas64.Vector{N: n, Inc: 1, Data: y}, 1, blas64.Vector{N: n, Inc: 1, Data: res})
+		gemv(blas.NoTrans, -1, bg, y, 1, res)
 		st.HostFlops += int64(2 * n * n)
 		rn, xn := 0.0, 0.0
 		for i := range n {
@@ -284,7 +284,7 @@ func (f *Factorization) gmres(r, tmp []float64) ([]float64, int) {
 	k := 0
 	for j := 0; j < m; j++ {
 		w := make([]float64, n)
-		blas64.Gemv(blas.NoTrans, 1, bg, blas64.Vector{N: n, Inc: 1, Data: vs[j]}, 0, blas64.Vector{N: n, Inc: 1, Data: w})
+		gemv(blas.NoTrans, 1, bg, vs[j], 0, w)
 		f.applyInv(w, tmp)
 		wv := blas64.Vector{N: n, Inc: 1, Data: w}
 		hj := make([]float64, j+2)

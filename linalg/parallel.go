@@ -3,6 +3,9 @@ package linalg
 import (
 	"runtime"
 	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // parallelMin is the fewest matrix elements a pass splits across cores
@@ -30,4 +33,22 @@ func eachRows(rows, p int, f func(k, lo, hi int)) {
 		wg.Go(func() { f(k, lo, hi) })
 	}
 	wg.Wait()
+}
+
+// gemv is blas64.Gemv, y = α·op(A)·x + β·y, split across cores by the
+// elements of y (rows of A, or its columns for op = Aᵀ) when A is large
+// enough: each part is gonum's Dgemv on its own rows or columns.
+func gemv(tr blas.Transpose, alpha float64, a blas64.General, x []float64, beta float64, y []float64) {
+	vec := func(v []float64) blas64.Vector { return blas64.Vector{N: len(v), Inc: 1, Data: v} }
+	if tr == blas.NoTrans {
+		eachRows(a.Rows, parts(a.Rows, a.Cols), func(_, lo, hi int) {
+			part := blas64.General{Rows: hi - lo, Cols: a.Cols, Stride: a.Stride, Data: a.Data[lo*a.Stride:]}
+			blas64.Gemv(tr, alpha, part, vec(x[:a.Cols]), beta, vec(y[lo:hi]))
+		})
+		return
+	}
+	eachRows(a.Cols, parts(a.Cols, a.Rows), func(_, lo, hi int) {
+		part := blas64.General{Rows: a.Rows, Cols: hi - lo, Stride: a.Stride, Data: a.Data[lo:]}
+		blas64.Gemv(tr, alpha, part, vec(x[:a.Rows]), beta, vec(y[lo:hi]))
+	})
 }

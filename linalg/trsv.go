@@ -25,9 +25,12 @@ func solveLU(lu []float64, n int, x []float64, trans bool) {
 }
 
 // triSolve solves one triangle of lu (the unit lower or the upper one) for
-// x in place, op(T)·y = x, by blocks of trsvBlock: each block subtracts the
-// product of the part of op(T) left of its diagonal block with the part of
-// y already solved, then solves its diagonal block.
+// x in place, op(T)·y = x, by blocks of trsvBlock. For T itself each
+// block first subtracts the product of the rows of T beside its diagonal
+// block with the part of y already solved (dot products along T's rows),
+// then solves its diagonal block; for Tᵀ each block is solved first and
+// its rows of T then update the part of x still to solve (axpys along
+// T's rows), so that both read T row by row.
 func triSolve(lu []float64, n int, x []float64, uplo blas.Uplo, tr blas.Transpose) {
 	diag := blas.NonUnit
 	if uplo == blas.Lower {
@@ -35,37 +38,32 @@ func triSolve(lu []float64, n int, x []float64, uplo blas.Uplo, tr blas.Transpos
 	}
 	// op(T) is lower triangular (solved forward) for L and for Uᵀ.
 	forward := (uplo == blas.Lower) == (tr == blas.NoTrans)
-	vec := func(lo, hi int) blas64.Vector { return blas64.Vector{N: hi - lo, Inc: 1, Data: x[lo:hi]} }
 	block := func(i0, i1 int) {
-		k := i1 - i0
-		blas64.Trsv(tr, blas64.Triangular{Uplo: uplo, Diag: diag, N: k, Stride: n, Data: lu[i0*n+i0:]}, vec(i0, i1))
+		blas64.Trsv(tr, blas64.Triangular{Uplo: uplo, Diag: diag, N: i1 - i0, Stride: n, Data: lu[i0*n+i0:]},
+			blas64.Vector{N: i1 - i0, Inc: 1, Data: x[i0:i1]})
 	}
-	// rect is the part of T that couples block [i0, i1) of y with the
-	// solved range [j0, j1): rows [i0,i1)×cols [j0,j1) of T, or its
-	// transpose's counterpart, rows [j0,j1)×cols [i0,i1).
-	rect := func(i0, i1, j0, j1 int) {
-		if j1 <= j0 {
-			return
-		}
-		if tr == blas.NoTrans {
-			a := blas64.General{Rows: i1 - i0, Cols: j1 - j0, Stride: n, Data: lu[i0*n+j0:]}
-			blas64.Gemv(blas.NoTrans, -1, a, vec(j0, j1), 1, vec(i0, i1))
-			return
-		}
-		a := blas64.General{Rows: j1 - j0, Cols: i1 - i0, Stride: n, Data: lu[j0*n+i0:]}
-		blas64.Gemv(blas.Trans, -1, a, vec(j0, j1), 1, vec(i0, i1))
+	// rows is the part of T in rows [i0, i1) and columns [j0, j1).
+	rows := func(i0, i1, j0, j1 int) blas64.General {
+		return blas64.General{Rows: i1 - i0, Cols: j1 - j0, Stride: n, Data: lu[i0*n+j0:]}
 	}
-	if forward {
-		for i0 := 0; i0 < n; i0 += trsvBlock {
-			i1 := min(i0+trsvBlock, n)
-			rect(i0, i1, 0, i0)
-			block(i0, i1)
+	for k := 0; k < n; k += trsvBlock {
+		// The block's rows, in the order of the solve.
+		i0, i1 := k, min(k+trsvBlock, n)
+		if !forward {
+			i0, i1 = max(n-k-trsvBlock, 0), n-k
 		}
-		return
-	}
-	for i1 := n; i1 > 0; i1 -= trsvBlock {
-		i0 := max(i1-trsvBlock, 0)
-		rect(i0, i1, i1, n)
+		switch {
+		case tr == blas.NoTrans && forward && i0 > 0:
+			gemv(blas.NoTrans, -1, rows(i0, i1, 0, i0), x[:i0], 1, x[i0:i1])
+		case tr == blas.NoTrans && !forward && i1 < n:
+			gemv(blas.NoTrans, -1, rows(i0, i1, i1, n), x[i1:], 1, x[i0:i1])
+		}
 		block(i0, i1)
+		switch {
+		case tr == blas.Trans && forward && i1 < n:
+			gemv(blas.Trans, -1, rows(i0, i1, i1, n), x[i0:i1], 1, x[i1:])
+		case tr == blas.Trans && !forward && i0 > 0:
+			gemv(blas.Trans, -1, rows(i0, i1, 0, i0), x[i0:i1], 1, x[:i0])
+		}
 	}
 }
