@@ -14,8 +14,15 @@ const parallelMin = 1 << 16
 
 // parts is how many row ranges a pass over rows×cols elements runs in:
 // one per core (GOMAXPROCS), at most one per parallelMin elements.
-func parts(rows, cols int) int {
-	return max(1, min(runtime.GOMAXPROCS(0), rows, rows*cols/parallelMin))
+func parts(rows, cols int) int { return partsOf(rows, cols, parallelMin) }
+
+// gemvMin is parallelMin for gemv, which is called in loops (the
+// triangular solves' blocks): waking an idle core costs tens of
+// microseconds, more than the product of one block row takes.
+const gemvMin = 1 << 19
+
+func partsOf(rows, cols, least int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), rows, rows*cols/least))
 }
 
 // eachRows runs f on p contiguous ranges [lo, hi) of rows 0…rows−1 at
@@ -41,13 +48,13 @@ func eachRows(rows, p int, f func(k, lo, hi int)) {
 func gemv(tr blas.Transpose, alpha float64, a blas64.General, x []float64, beta float64, y []float64) {
 	vec := func(v []float64) blas64.Vector { return blas64.Vector{N: len(v), Inc: 1, Data: v} }
 	if tr == blas.NoTrans {
-		eachRows(a.Rows, parts(a.Rows, a.Cols), func(_, lo, hi int) {
+		eachRows(a.Rows, partsOf(a.Rows, a.Cols, gemvMin), func(_, lo, hi int) {
 			part := blas64.General{Rows: hi - lo, Cols: a.Cols, Stride: a.Stride, Data: a.Data[lo*a.Stride:]}
 			blas64.Gemv(tr, alpha, part, vec(x[:a.Cols]), beta, vec(y[lo:hi]))
 		})
 		return
 	}
-	eachRows(a.Cols, parts(a.Cols, a.Rows), func(_, lo, hi int) {
+	eachRows(a.Cols, partsOf(a.Cols, a.Rows, gemvMin), func(_, lo, hi int) {
 		part := blas64.General{Rows: a.Rows, Cols: hi - lo, Stride: a.Stride, Data: a.Data[lo:]}
 		blas64.Gemv(tr, alpha, part, vec(x[:a.Rows]), beta, vec(y[lo:hi]))
 	})

@@ -1,6 +1,7 @@
 package linalg
 
 import (
+	"github.com/stretchr/testify/require"
 	"math"
 	"testing"
 
@@ -48,6 +49,40 @@ func TestSolveLUMatchesTrsv(t *testing.T) {
 					t.Fatalf("n = %d, trans %v: x[%d] = %v, Dtrsv gives %v", n, trans, i, x[i], want[i])
 				}
 			}
+		}
+	}
+}
+
+// gemv splits large products across cores: it must give Dgemv's result
+// bit for bit (each element is one Dgemv dot or axpy chain either way).
+func TestGemvMatchesDgemv(t *testing.T) {
+	rng := newRNG(12)
+	m, k := 900, 700 // 630,000 elements: past gemvMin
+	a := blas64.General{Rows: m, Cols: k, Stride: k + 3, Data: make([]float64, m*(k+3))}
+	for i := range a.Data {
+		a.Data[i] = rng.NormFloat64()
+	}
+	for _, tr := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+		nx, ny := k, m
+		if tr == blas.Trans {
+			nx, ny = m, k
+		}
+		x, y := make([]float64, nx), make([]float64, ny)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		for i := range y {
+			y[i] = rng.NormFloat64()
+		}
+		want := append([]float64(nil), y...)
+		blas64.Gemv(tr, -1.5, a, blas64.Vector{N: nx, Inc: 1, Data: x}, 0.5, blas64.Vector{N: ny, Inc: 1, Data: want})
+		gemv(tr, -1.5, a, x, 0.5, y)
+		if tr == blas.NoTrans {
+			require.Equal(t, want, y, "NoTrans")
+			continue
+		}
+		for i := range y { // the column split may group the axpys differently
+			require.InDelta(t, want[i], y[i], 1e-12*float64(m), "Trans, y[%d]", i)
 		}
 	}
 }
