@@ -20,7 +20,11 @@
 // factors are too weak (a large condition estimate, or a first refinement
 // step that gains less than 1e-3), the matrix is refactored with the
 // trailing matrix in float64 on the host and compensated device products.
-// Factorization.Cond is LAPACK's dgecon estimator on the factors.
+// Factorization.Cond is LAPACK's dgecon estimator on the factors. The
+// host's O(n²) passes (equilibration, the first write of the matrix, the
+// refinement's products with B) run on every core, as gonum's LU, the
+// baseline, does; the refinement's triangular solves are blocked, so that
+// all but their diagonal blocks are matrix–vector products.
 //
 // Accumulators: compensated products need the float32 accumulator of the
 // ANE ("sim"); once per device the package probes whether partial sums are
