@@ -378,28 +378,44 @@ func (l *layout) check(x, y []complex128, e int) error {
 }
 
 // bins1D is Σ|x·f1·f2|² and bins ks of the 1-D transform of x·f1·f2, in
-// one pass: what check needs of a 1-D signal.
+// one pass: what check needs of a 1-D signal. The roots ω^(j·k) are
+// stepped by a complex product, ω^((j+1)·k) = ω^(j·k)·ω^k, and taken afresh
+// from the table every rootResync elements, so that their error stays
+// below rootResync·2⁻⁵² (far below the check's fp16 tolerance) while the
+// table, read at stride k, is touched once per rootResync elements rather
+// than once per element (a cache miss each for a long signal).
 func (l *layout) bins1D(x []complex128, ks [2]int, f1, f2 float64) (ex float64, out [2]complex128) {
 	w, n := l.roots[0], l.dims[0]
+	k0, k1 := ks[0]%n, ks[1]%n
+	st0, st1 := w[k0], w[k1]
 	p0, p1 := 0, 0
+	var w0, w1 complex128
 	var s0r, s0i, s1r, s1i float64
-	for _, v := range x {
+	for j, v := range x {
+		if j%rootResync == 0 {
+			w0, w1 = w[p0], w[p1]
+		}
+		// (x·f1)·f2, in that order: f1·f2 alone may leave float64's range.
 		a, b := real(v)*f1*f2, imag(v)*f1*f2
 		ex += a*a + b*b
-		w0, w1 := w[p0], w[p1]
 		s0r += a*real(w0) - b*imag(w0)
 		s0i += a*imag(w0) + b*real(w0)
 		s1r += a*real(w1) - b*imag(w1)
 		s1i += a*imag(w1) + b*real(w1)
-		if p0 += ks[0]; p0 >= n {
+		w0, w1 = w0*st0, w1*st1
+		if p0 += k0; p0 >= n {
 			p0 -= n
 		}
-		if p1 += ks[1]; p1 >= n {
+		if p1 += k1; p1 >= n {
 			p1 -= n
 		}
 	}
 	return ex, [2]complex128{complex(s0r, s0i), complex(s1r, s1i)}
 }
+
+// rootResync is how many roots bins1D steps by products between reads
+// of the table.
+const rootResync = 64
 
 // bin is output k of the transform of x·f1·f2 by its defining sum (row-major
 // multi-dimensional indices), in float64. The exponent of each root is
