@@ -223,14 +223,29 @@ func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Durat
 		return nil, err
 	}
 	p.disp.mu.Lock()
-	d, err := p.disp.run(buf, st)
+	// An FP16 program's one output is decoded straight from the device's
+	// surface into the result (no float32 copy); any other is read first.
+	half := p.comp == nil
+	d, err := p.disp.runRead(buf, st, !half)
 	*dev += d
+	var ys [][]complex128
+	if err == nil && half {
+		var rows shim.HalfRows
+		var ok bool
+		if rows, ok, err = p.disp.outputRows(p.lay.total / p.lay.stages[len(p.lay.stages)-1].f); err == nil && ok {
+			ys, err = p.unpackHalf(rows, exps, live)
+		} else if err == nil {
+			err = p.disp.readAll()
+			half = false
+		}
+	}
+	if err == nil && !half {
+		ys = p.unpack(p.disp.outs, exps, live)
+	}
+	p.disp.mu.Unlock()
 	if err != nil {
-		p.disp.mu.Unlock()
 		return nil, deviceError(what, err)
 	}
-	ys := p.unpack(p.disp.outs, exps, live)
-	p.disp.mu.Unlock()
 	for b, y := range ys {
 		if !live[b] {
 			continue
@@ -347,6 +362,56 @@ func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex1
 		}
 	}
 	return res
+}
+
+// unpackHalf is unpack for an FP16 program from its output's fp16 rows,
+// whose length is a multiple of r (see outputRows). An encoding of ±Inf or
+// NaN, an fp16 overflow on the device, is shim.ErrRange.
+func (p *program) unpackHalf(rows shim.HalfRows, exps []int, live []bool) ([][]complex128, error) {
+	l := p.lay
+	B, sm := l.batch, l.stages[len(l.stages)-1]
+	r := l.total / sm.f
+	res := make([][]complex128, B)
+	for b := range B {
+		y := make([]complex128, l.total)
+		res[b] = y
+		if !live[b] {
+			continue
+		}
+		sc := l.outShift - exps[b]
+		for km := range sm.f {
+			nats := l.natOf[km*r : (km+1)*r]
+			ore, oim := chunk(rows, (km*B+b)*r, r), chunk(rows, ((sm.f+km)*B+b)*r, r)
+			if fp16.Finite(ore) >= 0 || fp16.Finite(oim) >= 0 {
+				return nil, fmt.Errorf("output row %d of signal %d holds ±Inf or NaN: %w", km, b, shim.ErrRange)
+			}
+			if sc > -1000 && sc < 900 {
+				// h's exponent and fraction shifted into a float32's are
+				// its value times 2⁻¹¹² (a float32 subnormal for an fp16
+				// subnormal), so one product by 2^(sc+112) decodes and
+				// unscales it exactly, without a branch.
+				f := math.Ldexp(1, sc+112)
+				ore, oim := ore[:len(nats)], oim[:len(nats)]
+				for rr, nat := range nats {
+					hr, hi := ore[rr], oim[rr]
+					re := float64(math.Float32frombits(uint32(hr&0x8000)<<16|uint32(hr&0x7fff)<<13)) * f
+					im := float64(math.Float32frombits(uint32(hi&0x8000)<<16|uint32(hi&0x7fff)<<13)) * f
+					y[nat] = complex(re, im)
+				}
+				continue
+			}
+			for rr, nat := range nats {
+				y[nat] = complex(math.Ldexp(fp16.Bits(ore[rr]).Float64(), sc), math.Ldexp(fp16.Bits(oim[rr]).Float64(), sc))
+			}
+		}
+	}
+	return res, nil
+}
+
+// chunk is logical elements [off, off+r) of rows, which lie in one row.
+func chunk(rows shim.HalfRows, off, r int) []uint16 {
+	c := off % rows.RowLen
+	return rows.Row(off / rows.RowLen)[c : c+r]
 }
 
 // deviceError wraps a device failure; an fp16 overflow on the device (which

@@ -88,6 +88,12 @@ func newDispatcher(exe shim.Executable, dev shim.Device, rep shim.CompileReport)
 // returned slices (valid until the next run; the caller holds d.mu). It
 // adds the dispatch to st and returns the device's time.
 func (d *dispatcher) run(in []uint16, st *Stats) (time.Duration, error) {
+	return d.runRead(in, st, true)
+}
+
+// runRead is run; with read false the outputs stay on the session's
+// surface for the caller to decode in place (outputRows).
+func (d *dispatcher) runRead(in []uint16, st *Stats, read bool) (time.Duration, error) {
 	if err := d.sess.WriteHalf("x", in); err != nil {
 		return 0, err
 	}
@@ -100,13 +106,33 @@ func (d *dispatcher) run(in []uint16, st *Stats) (time.Duration, error) {
 		d.charged = true
 		st.ModeledCompile += d.compile.Modeled
 	}
-	if err != nil {
+	if err != nil || !read {
 		return dev, err
 	}
+	return dev, d.readAll()
+}
+
+// outputRows is the single output's fp16 rows on the session's surface
+// after runRead(…, false), or ok false when the program has several
+// outputs or rows whose length is not a multiple of chunk.
+func (d *dispatcher) outputRows(chunk int) (h shim.HalfRows, ok bool, err error) {
+	outs := d.sess.Program().Outputs
+	if len(outs) != 1 {
+		return h, false, nil
+	}
+	if outs[0].RowLen()%chunk != 0 {
+		return h, false, nil
+	}
+	h, err = d.sess.OutputRows(outs[0].Name)
+	return h, err == nil, err
+}
+
+// readAll reads every output into d.outs, as run does.
+func (d *dispatcher) readAll() error {
 	for i, o := range d.sess.Program().Outputs {
 		if err := d.sess.Read(o.Name, d.outs[i]); err != nil {
-			return dev, fmt.Errorf("output %q: %w", o.Name, err)
+			return fmt.Errorf("output %q: %w", o.Name, err)
 		}
 	}
-	return dev, nil
+	return nil
 }
