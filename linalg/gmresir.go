@@ -155,9 +155,11 @@ func (f *Factorization) solve(fn string, b [][]float64) ([][]float64, error) {
 				bn = math.Max(bn, math.Abs(f.r[i]*col[i]))
 				yn = math.Max(yn, math.Abs(x[j][i]/f.c[i]))
 			}
-			if 8*f.normB*yn*0x1p-53*float64(f.n) > bn {
+			// 8·n·u·‖B‖∞ first: it is below 2⁻⁴⁰ for any n a device
+			// can hold, so the product with yn cannot overflow.
+			if g := 8 * float64(f.n) * 0x1p-53 * f.normB; g*yn > bn {
 				return x, fmt.Errorf("linalg: %s: right-hand side %d: the solution is %.3g times larger than ‖b‖/‖A‖ allows for κ < 2⁵³/(8n) (equilibrated), so a is singular to float64 precision: the x returned has a small backward error but no accurate digits: %w",
-					fn, j, 8*f.normB*yn*0x1p-53*float64(f.n)/bn, ErrSingular)
+					fn, j, g*yn/bn, ErrSingular)
 			}
 		}
 	}

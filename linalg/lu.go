@@ -70,7 +70,8 @@ type Factorization struct {
 // rows), which also gives U₁₂; the rows already eliminated get zero
 // multipliers. One dispatch per panel after the first.
 //
-// Errors: ErrShape (nil, empty, not square), ErrRange (NaN, ±Inf),
+// Errors: ErrShape (nil, empty, not square), ErrRange (NaN, ±Inf, or a
+// row whose absolute sum, hence ‖A‖∞, overflows float64),
 // ErrSingular (a zero row or column, or an exactly zero pivot in float64),
 // and the device's errors.
 func Factorize(a mat.Matrix, s *Settings) (*Factorization, error) {
@@ -692,10 +693,14 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 		return changed
 	}
 	// Ruiz's iteration, then Alg. 2.1. Where every row maximum and every
-	// column maximum of A lie within a factor 2 of the largest entry, one
-	// power of two puts them all in Ruiz's stopping interval (½, 2], which
-	// Alg. 2.1 applies: the sweeps are skipped.
-	if spread(rowMax) > 2 || spread(colMax) > 2 {
+	// column maximum of A lie within a factor 2 of the largest entry, and
+	// that entry within 2^±8 of 1, the sweeps are skipped: one power of
+	// two would put every maximum in Ruiz's stopping interval (½, 2], and
+	// Alg. 2.1 applies it, on the rows, which it leaves within 2^±9 of 1.
+	// Farther from 1 the sweeps run, and share the scale between D_r and
+	// D_c (square roots), so that D_r·b cannot overflow for any b that
+	// A·x can produce.
+	if m := slices.Max(rowMax); spread(rowMax) > 2 || spread(colMax) > 2 || m < 0x1p-8 || m > 0x1p8 {
 		for range equilIters {
 			if !sweep(sqrtPow2, sqrtPow2) {
 				break

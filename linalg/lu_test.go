@@ -239,6 +239,8 @@ func TestFactorizeEdgeCases(t *testing.T) {
 		{"non-square", randn(newRNG(1), 8, 6), ErrShape},
 		{"zero column", zeroCol, ErrSingular},
 		{"nan", nan, ErrRange},
+		// Finite entries whose row sum, ‖A‖∞, is beyond float64.
+		{"norm overflows", mat.NewDense(2, 2, []float64{1e308, 1e308, 1e308, -1e308}), ErrRange},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -257,6 +259,16 @@ func TestFactorizeEdgeCases(t *testing.T) {
 	}
 	_, err = Factorize(sq, &Settings{Device: dev, Block: -1})
 	require.ErrorIs(t, err, ErrInvalid)
+
+	// Entries near float64's smallest normals, and a solution near its
+	// largest: the scaling shares the scale between rows and columns, so
+	// nothing overflows on the way; x = A⁻¹·b to a few roundings (κ∞ ≈ 2).
+	tiny := mat.NewDense(2, 2, []float64{1e-308, 2e-308, 3e-308, -1e-308})
+	x, err = Solve(tiny, []float64{1, 1}, s)
+	require.NoError(t, err)
+	for i, want := range []float64{3e-308 / 7e-616, 2e-308 / 7e-616} {
+		require.InEpsilon(t, want, x[i], 16*0x1p-53, "tiny: x[%d]", i)
+	}
 
 	// Exactly singular: two equal rows. The x that comes back has a small
 	// backward error but is meaningless, and the error says so.
