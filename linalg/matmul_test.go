@@ -124,8 +124,9 @@ func TestMatMulTable(t *testing.T) {
 }
 
 // TestMatMulTiled: products past the simulator's limits (rows of A:
-// bands, one dispatch each of one program; contraction: chunks in one
-// program) against gonum. Tolerances as TestMatMulTable.
+// bands, columns of B: blocks, one dispatch per band and block of one
+// program; contraction: chunks in one program) against gonum. Tolerances
+// as TestMatMulTable.
 func TestMatMulTiled(t *testing.T) {
 	for _, d := range devices {
 		testMatMulTiled(t, d.name, d.wide)
@@ -142,32 +143,68 @@ func testMatMulTiled(t *testing.T, name string, wide bool) {
 	// have up to 16384 rows, Compensated ones ⌊16384/5⌋ = 3276 on sim (5
 	// limbs) and ⌊16384/10⌋ = 1638 on sim-narrow (10 limbs of 3 bits).
 	// m rows take ⌈m/r⌉ equal bands (the last one overlapping), all of one
-	// shape: one program however many dispatches.
+	// shape: one program however many dispatches. Float64 (sim only) has 9
+	// limbs: bands of ⌊16384/9⌋ = 1820 rows.
+	//
+	// B's columns are cut the same way once not even one row fits with all
+	// of them: B's L limbs are stacked along the rows of its input,
+	// [L·c, k], so a block has at most ⌊16384/L⌋ columns (3276, 1638 and
+	// 1820; FP16 16384, B's columns being the height of its input and of
+	// the output), n columns take ⌈n/c⌉ equal blocks (the last one
+	// overlapping) and every band is applied once per block.
 	//
 	//   - 16400 rows: FP16 2 bands of 8200; Compensated 6 of 2734 on sim
 	//     (5·3276 = 16380 < 16400), 11 of 1491 on sim-narrow
 	//     (10·1638 = 16380 < 16400).
 	//   - 5000 rows: FP16 one band; Compensated 2 of 2500 on sim, 4 of
 	//     1250 on sim-narrow.
+	//   - 16400 rows: FP16 2 bands of 8200; Compensated 6 of 2734 on sim
+	//     (5·3276 = 16380 < 16400), 11 of 1491 on sim-narrow
+	//     (10·1638 = 16380 < 16400); Float64 10 of 1640 (9·1820 = 16380).
+	//   - 5000 rows: FP16 one band; Compensated 2 of 2500 on sim, 4 of
+	//     1250 on sim-narrow; Float64 3 of 1667.
 	//   - 4 rows and a contraction of 20000 (two FP16 chunks of ≤ 8192, the
 	//     compensated ones of ⌊(16384 − 3)/L⌋): one band, whose inputs need
 	//     at most 13·10·(4 + 3) device rows.
-	type counts struct{ fp16, comp, narrow int }
+	//   - 5000 columns (40 rows): FP16 one block; Compensated 2 blocks of
+	//     2500 on sim (2·3276 ≥ 5000), 4 of 1250 on sim-narrow
+	//     (3·1638 = 4914 < 5000), Float64 3 of 1667 (2·1820 < 5000); one
+	//     band each.
+	//   - 1830 rows and columns, Float64 only (sim, not in -short): 2 bands
+	//     of 915 times 2 blocks of 915 (1830 > 1820): 4 dispatches, both
+	//     axes cut (the shape of Factorize's compensated updates past
+	//     n = 3276 on sim; a Compensated 3277² product takes ≈ 20 s here).
+	type counts struct{ fp16, comp, narrow, f64 int }
 	cases := []struct {
 		m, k, n    int
 		dispatches counts
+		f64Only    bool
 	}{
-		{16400, 8, 3, counts{2, 6, 11}},
-		{5000, 8, 3, counts{1, 2, 4}},
-		{4, 20000, 3, counts{1, 1, 1}},
+		{16400, 8, 3, counts{2, 6, 11, 10}, false},
+		{5000, 8, 3, counts{1, 2, 4, 3}, false},
+		{4, 20000, 3, counts{1, 1, 1, 1}, false},
+		{40, 8, 5000, counts{1, 2, 4, 3}, false},
+		{1830, 8, 1830, counts{f64: 4}, true},
 	}
 	for _, tc := range cases {
-		for _, mode := range []precision.Mode{precision.FP16, precision.Compensated} {
+		modes := []precision.Mode{precision.FP16, precision.Compensated}
+		if wide {
+			modes = append(modes, precision.Float64) // ErrUnsupported on narrow
+		}
+		if tc.f64Only {
+			if !wide || testing.Short() {
+				continue
+			}
+			modes = []precision.Mode{precision.Float64}
+		}
+		for _, mode := range modes {
 			if !wide && mode == precision.Compensated && testing.Short() {
 				continue // ≈ 120 passes of the slow narrow kernel: keep -short fast
 			}
 			want := tc.dispatches.fp16
 			switch {
+			case mode == precision.Float64:
+				want = tc.dispatches.f64
 			case mode == precision.Compensated && wide:
 				want = tc.dispatches.comp
 			case mode == precision.Compensated:
@@ -183,8 +220,11 @@ func testMatMulTiled(t *testing.T, name string, wide bool) {
 				ref, err := reference.MatMul(a, b)
 				require.NoError(t, err)
 				require.LessOrEqual(t, frobRelErr(c, ref), matMulTol(mode, tc.k, wide))
-				require.Equal(t, 1, st.Programs) // every band has one shape
+				require.Equal(t, 1, st.Programs) // every band and block has one shape
 				require.Equal(t, want, st.Dispatches)
+				if tc.f64Only {
+					return // ≈ 12 s a product: the cache is checked by the others
+				}
 				// Again on the same device: the program is there already.
 				_, err = MatMul(a, b, &Settings{Device: fresh, Precision: mode, Stats: &st})
 				require.NoError(t, err)
@@ -193,6 +233,26 @@ func testMatMulTiled(t *testing.T, name string, wide bool) {
 			})
 		}
 	}
+}
+
+// TestMatMulColumnBlocks: the product TestProductBadInput refused before
+// B's columns were cut into blocks (2×2 times 2×(⌊16384/10⌋ + 1) on
+// sim-narrow, whose B's 10 limbs stacked along the rows of one input pass
+// the height limit engine.HeightLimit for any band of A) is two blocks of
+// 820 columns (2·820 ≥ 1639), one program, two dispatches.
+func TestMatMulColumnBlocks(t *testing.T) {
+	const L = narrowCompensatedLimbs
+	n := engine.HeightLimit/L + 1
+	rng := newRNG(13)
+	a, b := randn(rng, 2, 2), randn(rng, 2, n)
+	var st Stats
+	c, err := MatMul(a, b, &Settings{Device: openDevice(t, "sim-narrow"), Stats: &st})
+	require.NoError(t, err)
+	ref, err := reference.MatMul(a, b)
+	require.NoError(t, err)
+	require.LessOrEqual(t, frobRelErr(c, ref), matMulTol(precision.Compensated, 2, false))
+	require.Equal(t, 1, st.Programs)
+	require.Equal(t, (n+engine.HeightLimit/L-1)/(engine.HeightLimit/L), st.Dispatches)
 }
 
 // TestMatVec against gonum, every mode (tolerances as TestMatMulTable).
@@ -243,12 +303,21 @@ func TestProductBadInput(t *testing.T) {
 			_, err := MatMul(good, good, &Settings{Device: openDevice(t, "sim-narrow"), Precision: precision.Float64})
 			return err
 		}, ErrUnsupported},
-		{"columns past the limbs' limit", func() error {
-			// B's 10 limbs of 3 bits stacked along the rows of one input
-			// pass the height limit whatever the band of A: no program fits.
-			wideB := mat.NewDense(2, engine.HeightLimit/10+1, nil)
-			_, err := MatMul(good, wideB, &Settings{Device: openDevice(t, "sim-narrow")})
-			if err != nil && (!strings.Contains(err.Error(), "even for one row") || !strings.Contains(err.Error(), "height limit")) {
+		{"contraction past the chunks' limit", func() error {
+			// Columns of B no longer limit a product (they are cut into
+			// blocks, TestMatMulColumnBlocks), a contraction cut into too
+			// many chunks still does: on sim-narrow (10 limbs of 3 bits)
+			// each chunk of kc = ⌊min(2^(26−2·3), MaxSpatial − 1)/10⌋ has
+			// its own A and B inputs, of 10 device rows each for one row
+			// and one column; past ⌊MaxChannels/20⌋ chunks they pass the
+			// channel limit of the one packed input surface.
+			dev := openDevice(t, "sim-narrow")
+			tg := dev.Info().Target
+			const L, bits = narrowCompensatedLimbs, narrowBits
+			kc := min(1<<(26-2*bits), tg.MaxSpatial-1) / L
+			k := (tg.MaxChannels/(2*L) + 1) * kc
+			_, err := MatMul(mat.NewDense(1, k, nil), mat.NewDense(k, 1, nil), &Settings{Device: dev})
+			if err != nil && (!strings.Contains(err.Error(), "even for one row and one column") || !strings.Contains(err.Error(), "channel limit")) {
 				return errors.New("unclear: " + err.Error()) // not the sentinel
 			}
 			return err

@@ -175,7 +175,7 @@ func norm2Unit(fn string, cfg *config, a *mat.Dense, n int) (float64, error) {
 			return sigma, nil
 		}
 		prev = sigma
-		if cfg.stats.Dispatches+len(pa.bands)+len(pt.bands) > cfg.budget {
+		if cfg.stats.Dispatches+pa.dispatches()+pt.dispatches() > cfg.budget {
 			return best, fmt.Errorf("linalg: Norm2: MaxDispatches = %d reached, Ritz values %s, last change %.3g relative (tolerance %g): %w",
 				cfg.budget, fmtHistory(cfg.stats.History), math.Abs(sigma-cfg.stats.History[max(0, len(cfg.stats.History)-2)])/sigma, tol, ErrNotConverged)
 		}

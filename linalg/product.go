@@ -10,26 +10,50 @@ import (
 )
 
 // plan is C = A·B for an m×k A and k×n right operands, on the device, in
-// bands of A's rows, one dispatch each. A band's program must fit every
-// axis limit of the target: the device writes Cᵀ = Bᵀ·Aᵀ, whose last axis
-// is the band's rows (the spatial limit), and the compensated modes stack
-// the band's limbs along the rows of one input (limbs × rows against the
-// height and channel limits, and with the right operand's and the other
-// contraction chunks' rows against the channel limit of the one packed
-// input surface). precision.MatMulRows says how many rows fit for the
-// mode's limb count on the device; contractions longer than the spatial
-// limit are cut inside the program by precision's products. All bands have
-// one size, so one program serves them: the last one starts early enough
-// to end at row m, overlapping its neighbour (those rows are computed
-// twice, identically). A is a runtime operand, resident on the device: the
-// program depends on the shape alone, and setA changes the matrix without
-// a compile.
+// bands of A's rows and, when B is too wide for one program, blocks of
+// B's columns: one dispatch per (band, block) pair. The program must fit
+// every axis limit of the target: the device writes Cᵀ = Bᵀ·Aᵀ, whose
+// last axis is the band's rows (the spatial limit) and whose height is
+// the block's columns, and the compensated modes stack the band's limbs
+// along the rows of one input and the block's limbs along the rows of
+// another (limbs × rows and limbs × columns against the height and
+// channel limits, and together, with the other contraction chunks',
+// against the channel limit of the one packed input surface).
+// precision.MatMulBlock says how many rows and columns fit for the mode's
+// limb count on the device (all n columns when they fit with one row, so
+// only products past about the height limit over the limb count in
+// columns are cut); contractions longer than the spatial limit are cut
+// inside the program by precision's products. All bands have one size and
+// all blocks one width, so one program serves every pair: the last band
+// (block) starts early enough to end at row m (column n), overlapping its
+// neighbour (those entries are computed twice, identically: each entry of
+// C depends on its row of A and column of B alone). A is a runtime
+// operand, resident on the device: the program depends on the shape
+// alone, and setA changes the matrix without a compile; each band's
+// session keeps its rows of A and is applied once per column block.
 type plan struct {
 	cfg     *config
 	mode    precision.Mode
 	m, k, n int
 	bands   []band
+	// cols are the column blocks, all of one width; none means one block
+	// of all n columns (a plan built by hand, as Inverse's residual).
+	cols []span
 }
+
+// span is a block of B's columns: [off, off+len).
+type span struct{ off, len int }
+
+// blocks returns the column blocks of pl.
+func (pl *plan) blocks() []span {
+	if len(pl.cols) == 0 {
+		return []span{{0, pl.n}}
+	}
+	return pl.cols
+}
+
+// dispatches is the number of device dispatches of one apply.
+func (pl *plan) dispatches() int { return len(pl.bands) * len(pl.blocks()) }
 
 type band struct {
 	off, len int
@@ -58,15 +82,19 @@ func newShapePlan(fn string, cfg *config, m, k, n int, mode precision.Mode) (*pl
 	start := time.Now()
 	defer func() { cfg.stats.Build += time.Since(start) }()
 	opts := cfg.productOptions(mode)
-	rows, err := precision.MatMulRows(cfg.dev, m, k, n, opts)
+	rows, width, err := precision.MatMulBlock(cfg.dev, m, k, n, opts)
 	if err != nil {
 		return nil, wrapDevice(fn, err)
+	}
+	// width is already even (⌈n/width⌉ blocks of width columns cover n).
+	for j := range (n + width - 1) / width {
+		pl.cols = append(pl.cols, span{min(j*width, n-width), width})
 	}
 	nb := (m + rows - 1) / rows
 	size := (m + nb - 1) / nb // ≤ rows
 	for i := range nb {
 		off := min(i*size, m-size)
-		p, err := precision.NewMatMulShape(cfg.dev, size, k, n, opts)
+		p, err := precision.NewMatMulShape(cfg.dev, size, k, width, opts)
 		if err != nil {
 			pl.close()
 			return nil, wrapDevice(fn, err)
@@ -109,34 +137,59 @@ func rowSlice(a mat.Matrix, off, end int) *mat.Dense {
 	return d
 }
 
+// colSlice returns columns [off, end) of b: a view of a *mat.Dense, else
+// a dense copy.
+func colSlice(b mat.Matrix, off, end int) mat.Matrix {
+	if d, ok := b.(*mat.Dense); ok {
+		r, _ := d.Dims()
+		return d.Slice(0, r, off, end)
+	}
+	k, _ := b.Dims()
+	d := mat.NewDense(k, end-off, nil)
+	for i := range k {
+		for j := off; j < end; j++ {
+			d.Set(i, j-off, b.At(i, j))
+		}
+	}
+	return d
+}
+
 // apply computes dst = A·b (dst m×n, sized if empty), one dispatch per
-// band. The time inside the device's runs is Device; the rest (scaling,
-// limb splits, fp16 conversion, unscaling) is host work.
+// band and column block (pl.dispatches in all, refused whole if they would
+// pass the budget). The time inside the device's runs is Device; the rest
+// (scaling, limb splits, fp16 conversion, unscaling) is host work.
 func (pl *plan) apply(fn string, dst *mat.Dense, b mat.Matrix) error {
-	if pl.cfg.stats.Dispatches+len(pl.bands) > pl.cfg.budget {
+	if pl.cfg.stats.Dispatches+pl.dispatches() > pl.cfg.budget {
 		return fmt.Errorf("linalg: %s: MaxDispatches = %d reached: %w", fn, pl.cfg.budget, ErrNotConverged)
 	}
 	if dst.IsEmpty() {
 		dst.ReuseAs(pl.m, pl.n)
 	}
-	for _, bd := range pl.bands {
-		start := time.Now()
-		dev0 := bd.p.Session().Stats().Device
-		var out mat.Dense
-		err := bd.p.Apply(&out, b)
-		dev := bd.p.Session().Stats().Device - dev0
-		pl.cfg.stats.Device += dev
-		pl.cfg.stats.Host += time.Since(start) - dev
-		pl.cfg.stats.Dispatches++
-		if err != nil {
-			return wrapDevice(fn, err)
+	blocks := pl.blocks()
+	for _, cb := range blocks {
+		bb := b
+		if len(blocks) > 1 {
+			bb = colSlice(b, cb.off, cb.off+cb.len)
 		}
-		pl.cfg.stats.Flops += int64(math.Round(2 * float64(bd.len) * float64(pl.k) * float64(pl.n) * bd.p.Work()))
-		pl.cfg.stats.ModeledTime += bd.p.Cost().Time
-		if len(pl.bands) == 1 {
-			dst.Copy(&out)
-		} else {
-			dst.Slice(bd.off, bd.off+bd.len, 0, pl.n).(*mat.Dense).Copy(&out)
+		for _, bd := range pl.bands {
+			start := time.Now()
+			dev0 := bd.p.Session().Stats().Device
+			var out mat.Dense
+			err := bd.p.Apply(&out, bb)
+			dev := bd.p.Session().Stats().Device - dev0
+			pl.cfg.stats.Device += dev
+			pl.cfg.stats.Host += time.Since(start) - dev
+			pl.cfg.stats.Dispatches++
+			if err != nil {
+				return wrapDevice(fn, err)
+			}
+			pl.cfg.stats.Flops += int64(math.Round(2 * float64(bd.len) * float64(pl.k) * float64(cb.len) * bd.p.Work()))
+			pl.cfg.stats.ModeledTime += bd.p.Cost().Time
+			if len(pl.bands) == 1 && len(blocks) == 1 {
+				dst.Copy(&out)
+			} else {
+				dst.Slice(bd.off, bd.off+bd.len, cb.off, cb.off+cb.len).(*mat.Dense).Copy(&out)
+			}
 		}
 	}
 	return nil
@@ -226,12 +279,16 @@ func productMode(m precision.Mode) precision.Mode {
 //
 // Products past the target's limits are tiled: contractions longer than
 // the exactness or spatial limit are cut into chunks inside the one
-// program, and A's rows into equal bands, one dispatch each of one
-// program, small enough that every tensor of the program fits the
-// target's axis limits for the mode's limb count (precision.MatMulRows:
-// at most the spatial limit, and, in Compensated mode, about the height
-// limit over the limb count). A product that no band fits (too many
-// columns of B for the limbs) is ErrUnsupported. The errors are relative
+// program, A's rows into equal bands and, when B has too many columns for
+// one program (in the compensated modes past about the height limit over
+// the limb count; in FP16 past the height limit), B's columns into equal
+// blocks, one dispatch of one program per band and block, small enough
+// that every tensor of the program fits the target's axis limits for the
+// mode's limb count (precision.MatMulBlock: bands of at most the spatial
+// limit, and, in the compensated modes, about the height limit over the
+// limb count, in rows and in columns). A product whose contraction is cut
+// into too many chunks for even one row and one column to fit is
+// ErrUnsupported. The errors are relative
 // to ‖A‖·‖B‖: a product that cancels heavily has a correspondingly larger
 // relative error. Inputs are not modified.
 func MatMul(a, b mat.Matrix, s *Settings) (*mat.Dense, error) {

@@ -227,7 +227,8 @@ func buildProduct(fn string, t lower.Target, m, k, n int, opts MatVecOptions) (*
 // A's rows. Products with more rows are cut into bands of at most r rows
 // by the caller (package linalg). If not even one row fits (too many
 // columns, or a contraction cut into too many chunks, for the limbs), the
-// error wraps lower.ErrUnsupported and names the tensor and the limit.
+// error wraps lower.ErrUnsupported and names the tensor and the limit;
+// MatMulBlock then cuts B's columns into blocks as well.
 // Bad options are ErrInvalid and an empty shape ErrShape, as in
 // NewMatMulShape. Nothing is compiled.
 func MatMulRows(dev shim.Device, m, k, n int, opts MatMulOptions) (int, error) {
@@ -268,6 +269,90 @@ func maxRows(fn string, t lower.Target, m, k, n int, opts MatMulOptions) (int, e
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		if _, err := fitsRows(mid); err == nil {
+			lo = mid
+		} else if errors.Is(err, lower.ErrUnsupported) {
+			hi = mid
+		} else {
+			return 0, err
+		}
+	}
+	return lo, nil
+}
+
+// MatMulBlock returns a band of rows ≤ m and a block of columns ≤ n for
+// which NewMatMulShape(dev, rows, k, cols, opts) builds a program that
+// fits dev's target (the limits of MatMulRows), for products too wide for
+// one program over all of B's n columns: the compensated modes stack the
+// right operand's limbs along the rows of one input too, [L·cols, k], so
+// past about engine.HeightLimit/L columns no band of A fits, whatever its
+// rows. The columns are chosen first: cols = n if one row fits with all n
+// columns, else the largest count c for which one row fits, evened out
+// into ⌈n/c⌉ equal blocks (cols = ⌈n/⌈n/c⌉⌉ ≤ c, so ⌈n/cols⌉ blocks of
+// cols columns cover n, the last one overlapping its neighbour); rows is
+// then MatMulRows for cols columns. Every (band, block) pair is one
+// dispatch of one program. Products that fit whole return (m, n). If not
+// even one row and one column fit (a contraction cut into too many
+// chunks for the limbs), the error wraps lower.ErrUnsupported and names
+// the tensor and the limit. Bad options are ErrInvalid and an empty shape
+// ErrShape, as in NewMatMulShape. Nothing is compiled.
+func MatMulBlock(dev shim.Device, m, k, n int, opts MatMulOptions) (rows, cols int, err error) {
+	if dev == nil {
+		return 0, 0, fmt.Errorf("precision: MatMulBlock: nil device: %w", shim.ErrNoDevice)
+	}
+	return maxBandBlock("MatMulBlock", dev.Info().Target, m, k, n, opts)
+}
+
+// maxBandBlock is MatMulBlock for target t.
+func maxBandBlock(fn string, t lower.Target, m, k, n int, opts MatMulOptions) (rows, cols int, err error) {
+	c, err := maxCols(fn, t, k, n, opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	nc := (n + c - 1) / c
+	cols = (n + nc - 1) / nc
+	rows, err = maxRows(fn, t, m, k, cols, opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	return rows, cols, nil
+}
+
+// maxCols returns the largest column count c ≤ n for which the product's
+// program fits t with one row of A: a bisection over the column count, as
+// maxRows over the rows (every column-dependent axis, and the contraction
+// chunks, grow with the columns, so the columns that fit are an interval
+// [1, c]).
+func maxCols(fn string, t lower.Target, k, n int, opts MatMulOptions) (int, error) {
+	if k < 1 || n < 1 {
+		return 0, fmt.Errorf("precision: %s: empty product (%d×%d times %d columns): %w", fn, 1, k, n, ErrShape)
+	}
+	fitsCols := func(c int) (*product, error) {
+		p, g, err := buildProduct(fn, t, 1, k, c, opts)
+		if err != nil {
+			return nil, err
+		}
+		return p, checkFits(g, t)
+	}
+	p, err := fitsCols(n)
+	if err == nil {
+		return n, nil
+	} else if !errors.Is(err, lower.ErrUnsupported) {
+		return 0, err
+	}
+	if n > 1 {
+		p, err = fitsCols(1)
+	}
+	if err != nil {
+		if p != nil && errors.Is(err, lower.ErrUnsupported) {
+			return 0, fmt.Errorf("precision: %s: no block of the product fits: the %v product with %d limbs and a contraction of %d (chunks: %d) does not fit target %s even for one row and one column (use a shorter contraction per product): %w",
+				fn, p.mode, p.limbs, k, len(p.kch), t.Name, err)
+		}
+		return 0, err
+	}
+	lo, hi := 1, n // lo fits, hi does not
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if _, err := fitsCols(mid); err == nil {
 			lo = mid
 		} else if errors.Is(err, lower.ErrUnsupported) {
 			hi = mid
