@@ -25,6 +25,17 @@ func lowers(t *testing.T, tg lower.Target, r, k, n int, opts MatMulOptions) erro
 	return ane.CheckTensors(prog.MIL, tg)
 }
 
+// rowsTargets are the targets of the band and block searches' tests: sim,
+// M1 (contractions padded to 32) and M4 (spatial limit 65536); with
+// -short sim only (the searches build many graphs, and make test also
+// runs them under qemu).
+func rowsTargets() []lower.Target {
+	if testing.Short() {
+		return []lower.Target{lower.TargetSim}
+	}
+	return []lower.Target{lower.TargetSim, lower.TargetM1, lower.TargetM4}
+}
+
 // TestMatMulRows: the largest band MatMulRows returns lowers and passes
 // the hardware's tensor check, and one row more does not, on targets with
 // the spatial limit 16384 (sim, M1, whose contractions are padded to 32)
@@ -43,7 +54,7 @@ func TestMatMulRows(t *testing.T) {
 		{"float64", MatMulOptions{Mode: Float64}},
 	}
 	shapes := []struct{ k, n int }{{8, 3}, {20000, 3}, {1024, 300}, {40000, 1}}
-	for _, tg := range []lower.Target{lower.TargetSim, lower.TargetM1, lower.TargetM4} {
+	for _, tg := range rowsTargets() {
 		for _, md := range modes {
 			for _, sh := range shapes {
 				t.Run(fmt.Sprintf("%s/%s/k%d_n%d", tg.Name, md.name, sh.k, sh.n), func(t *testing.T) {
@@ -118,7 +129,7 @@ func TestMatMulBlock(t *testing.T) {
 		{"narrow10x3", MatMulOptions{Limbs: 10, Bits: 3}},
 		{"float64", MatMulOptions{Mode: Float64}},
 	}
-	for _, tg := range []lower.Target{lower.TargetSim, lower.TargetM1, lower.TargetM4} {
+	for _, tg := range rowsTargets() {
 		for _, md := range modes {
 			for _, k := range []int{8, 5000} { // one and several contraction chunks
 				t.Run(fmt.Sprintf("%s/%s/k%d", tg.Name, md.name, k), func(t *testing.T) {
