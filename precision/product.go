@@ -265,18 +265,7 @@ func maxRows(fn string, t lower.Target, m, k, n int, opts MatMulOptions) (int, e
 		}
 		return 0, err
 	}
-	lo, hi := 1, m // lo fits, hi does not
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if _, err := fitsRows(mid); err == nil {
-			lo = mid
-		} else if errors.Is(err, lower.ErrUnsupported) {
-			hi = mid
-		} else {
-			return 0, err
-		}
-	}
-	return lo, nil
+	return largestFitting(m, func(r int) error { _, err := fitsRows(r); return err })
 }
 
 // MatMulBlock returns a band of rows ≤ m and a block of columns ≤ n for
@@ -349,10 +338,17 @@ func maxCols(fn string, t lower.Target, k, n int, opts MatMulOptions) (int, erro
 		}
 		return 0, err
 	}
-	lo, hi := 1, n // lo fits, hi does not
+	return largestFitting(n, func(c int) error { _, err := fitsCols(c); return err })
+}
+
+// largestFitting bisects for the largest v in [1, hi) for which fits
+// succeeds, given that 1 fits and hi does not, and that fitting is
+// monotone; an error other than lower.ErrUnsupported stops it.
+func largestFitting(hi int, fits func(int) error) (int, error) {
+	lo := 1
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if _, err := fitsCols(mid); err == nil {
+		if err := fits(mid); err == nil {
 			lo = mid
 		} else if errors.Is(err, lower.ErrUnsupported) {
 			hi = mid
