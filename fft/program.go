@@ -317,50 +317,65 @@ func (p *program) pack(what string, xs [][]complex128) (buf []uint16, exps []int
 	return buf, exps, live, nil
 }
 
-// unpack reads the device output order (part, k_m, signal, k_1 … k_(m−1))
-// into natural order and undoes the scaling; Compensated outputs are
-// pieces, added smallest first in float64.
-func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex128 {
+// eachOutput allocates the batch's results and calls piece for every live
+// signal b and last-stage digit k_m: y is signal b's result, sc the
+// exponent that undoes its scaling, nats the natural positions of the r
+// outputs of (k_m, b), which the device holds at re0 … re0+r−1 (real
+// parts) and im0 … im0+r−1 (imaginary parts) of its output order (part,
+// k_m, signal, k_1 … k_(m−1)).
+func (p *program) eachOutput(exps []int, live []bool, piece func(y []complex128, b, km, sc, re0, im0 int, nats []int) error) ([][]complex128, error) {
 	l := p.lay
 	B, sm := l.batch, l.stages[len(l.stages)-1]
 	r := l.total / sm.f
 	res := make([][]complex128, B)
 	for b := range B {
-		y := make([]complex128, l.total)
-		res[b] = y
+		res[b] = make([]complex128, l.total)
 		if !live[b] {
 			continue
 		}
-		sc := l.outShift - exps[b]
-		f := math.Ldexp(1, sc) // exact where sc is a normal exponent
-		exact := sc > -1000 && sc < 1000
 		for km := range sm.f {
 			nats := l.natOf[km*r : (km+1)*r]
-			re0, im0 := (km*B+b)*r, ((sm.f+km)*B+b)*r
-			if p.comp == nil {
-				ore, oim := outs[0][re0:re0+r], outs[0][im0:im0+r]
-				for rr, nat := range nats {
-					if exact {
-						y[nat] = complex(float64(ore[rr])*f, float64(oim[rr])*f)
-					} else {
-						y[nat] = complex(math.Ldexp(float64(ore[rr]), sc), math.Ldexp(float64(oim[rr]), sc))
-					}
-				}
-				continue
-			}
-			// The pieces are added in the program's units and the sum is
-			// unscaled once: adding them after unscaling would round each
-			// to float64's subnormal grid for a subnormal signal.
-			for rr, nat := range nats {
-				var re, im float64
-				for k := len(outs) - 1; k >= 0; k-- {
-					re += math.Ldexp(float64(outs[k][re0+rr]), p.comp.units[k])
-					im += math.Ldexp(float64(outs[k][im0+rr]), p.comp.units[k])
-				}
-				y[nat] = complex(math.Ldexp(re, sc), math.Ldexp(im, sc))
+			if err := piece(res[b], b, km, l.outShift-exps[b], (km*B+b)*r, ((sm.f+km)*B+b)*r, nats); err != nil {
+				return nil, err
 			}
 		}
 	}
+	return res, nil
+}
+
+// unpack reads the device's outputs, as float32, into natural order and
+// undoes the scaling; Compensated outputs are pieces, added smallest
+// first in float64.
+func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex128 {
+	res, _ := p.eachOutput(exps, live, func(y []complex128, _, _, sc, re0, im0 int, nats []int) error {
+		r := len(nats)
+		if p.comp == nil {
+			ore, oim := outs[0][re0:re0+r], outs[0][im0:im0+r]
+			if sc > -1000 && sc < 1000 {
+				f := math.Ldexp(1, sc) // exact: a normal power of two
+				for rr, nat := range nats {
+					y[nat] = complex(float64(ore[rr])*f, float64(oim[rr])*f)
+				}
+				return nil
+			}
+			for rr, nat := range nats {
+				y[nat] = complex(math.Ldexp(float64(ore[rr]), sc), math.Ldexp(float64(oim[rr]), sc))
+			}
+			return nil
+		}
+		// The pieces are added in the program's units and the sum is
+		// unscaled once: adding them after unscaling would round each
+		// to float64's subnormal grid for a subnormal signal.
+		for rr, nat := range nats {
+			var re, im float64
+			for k := len(outs) - 1; k >= 0; k-- {
+				re += math.Ldexp(float64(outs[k][re0+rr]), p.comp.units[k])
+				im += math.Ldexp(float64(outs[k][im0+rr]), p.comp.units[k])
+			}
+			y[nat] = complex(math.Ldexp(re, sc), math.Ldexp(im, sc))
+		}
+		return nil
+	})
 	return res
 }
 
@@ -368,44 +383,31 @@ func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex1
 // whose length is a multiple of r (see outputRows). An encoding of ±Inf or
 // NaN, an fp16 overflow on the device, is shim.ErrRange.
 func (p *program) unpackHalf(rows shim.HalfRows, exps []int, live []bool) ([][]complex128, error) {
-	l := p.lay
-	B, sm := l.batch, l.stages[len(l.stages)-1]
-	r := l.total / sm.f
-	res := make([][]complex128, B)
-	for b := range B {
-		y := make([]complex128, l.total)
-		res[b] = y
-		if !live[b] {
-			continue
+	return p.eachOutput(exps, live, func(y []complex128, b, km, sc, re0, im0 int, nats []int) error {
+		r := len(nats)
+		ore, oim := chunk(rows, re0, r), chunk(rows, im0, r)
+		if fp16.Finite(ore) >= 0 || fp16.Finite(oim) >= 0 {
+			return fmt.Errorf("output row %d of signal %d holds ±Inf or NaN: %w", km, b, shim.ErrRange)
 		}
-		sc := l.outShift - exps[b]
-		for km := range sm.f {
-			nats := l.natOf[km*r : (km+1)*r]
-			ore, oim := chunk(rows, (km*B+b)*r, r), chunk(rows, ((sm.f+km)*B+b)*r, r)
-			if fp16.Finite(ore) >= 0 || fp16.Finite(oim) >= 0 {
-				return nil, fmt.Errorf("output row %d of signal %d holds ±Inf or NaN: %w", km, b, shim.ErrRange)
-			}
-			if sc > -1000 && sc < 900 {
-				// h's exponent and fraction shifted into a float32's are
-				// its value times 2⁻¹¹² (a float32 subnormal for an fp16
-				// subnormal), so one product by 2^(sc+112) decodes and
-				// unscales it exactly, without a branch.
-				f := math.Ldexp(1, sc+112)
-				ore, oim := ore[:len(nats)], oim[:len(nats)]
-				for rr, nat := range nats {
-					hr, hi := ore[rr], oim[rr]
-					re := float64(math.Float32frombits(uint32(hr&0x8000)<<16|uint32(hr&0x7fff)<<13)) * f
-					im := float64(math.Float32frombits(uint32(hi&0x8000)<<16|uint32(hi&0x7fff)<<13)) * f
-					y[nat] = complex(re, im)
-				}
-				continue
-			}
+		if sc > -1000 && sc < 900 {
+			// h's exponent and fraction shifted into a float32's are its
+			// value times 2⁻¹¹² (a float32 subnormal for an fp16
+			// subnormal), so one product by 2^(sc+112) decodes and
+			// unscales it exactly, without a branch.
+			f := math.Ldexp(1, sc+112)
 			for rr, nat := range nats {
-				y[nat] = complex(math.Ldexp(fp16.Bits(ore[rr]).Float64(), sc), math.Ldexp(fp16.Bits(oim[rr]).Float64(), sc))
+				hr, hi := ore[rr], oim[rr]
+				re := float64(math.Float32frombits(uint32(hr&0x8000)<<16|uint32(hr&0x7fff)<<13)) * f
+				im := float64(math.Float32frombits(uint32(hi&0x8000)<<16|uint32(hi&0x7fff)<<13)) * f
+				y[nat] = complex(re, im)
 			}
+			return nil
 		}
-	}
-	return res, nil
+		for rr, nat := range nats {
+			y[nat] = complex(math.Ldexp(fp16.Bits(ore[rr]).Float64(), sc), math.Ldexp(fp16.Bits(oim[rr]).Float64(), sc))
+		}
+		return nil
+	})
 }
 
 // chunk is logical elements [off, off+r) of rows, which lie in one row.
