@@ -164,14 +164,17 @@ func (p *luProgram) writeOps(fn string, inv, panel []float64, rows []int, bw, m,
 			w[rows[s]] = uint16(h)
 		}
 	}
-	// L₂₁ᵀ by tiles of panel rows, so that each row of ops is written in
-	// runs and each panel row read from cache.
+	// L₂₁ᵀ by tiles of panel rows: each tile's rows encoded in one pass
+	// (exactly: they are fp16 values already), then scattered, so that
+	// each row of ops is written in runs.
+	tile := make([]uint16, opsTile*bw)
 	for i0 := bw; i0 < m; i0 += opsTile {
 		i1 := min(i0+opsTile, m)
+		fp16.EncodeScaled(tile[:(i1-i0)*bw], panel[i0*bw:i1*bw], 0)
 		for t := range bw {
 			lt := ops.Row(b + t)
 			for i := i0; i < i1; i++ {
-				lt[rows[i]] = uint16(fp16.FromFloat64(panel[i*bw+t]))
+				lt[rows[i]] = tile[(i-i0)*bw+t]
 			}
 		}
 	}
@@ -215,13 +218,26 @@ func (p *luProgram) readStep(fn string, lu, panel []float64, act []int, bw, c, n
 			return 0, overflow("next panel", t)
 		}
 	}
-	scale := math.Ldexp(1, exp)
+	// An fp16's exponent and fraction moved into a float32's are its value
+	// times 2⁻¹¹² (a float32 subnormal for an fp16 subnormal): one product
+	// by 2^(exp+112) decodes and unscales it exactly, without a branch,
+	// where that power of two and the products are float64 normals.
+	if exp < -900 || exp > 900 {
+		for i, r := range act {
+			for t := range nbw {
+				panel[i*nbw+t] = math.Ldexp(fp16.Bits(pt.Row(t)[r]).Float64(), exp)
+			}
+		}
+		return mxv[0], nil
+	}
+	scale := math.Ldexp(1, exp+112)
 	for i0 := 0; i0 < len(act); i0 += opsTile {
 		i1 := min(i0+opsTile, len(act))
 		for t := range nbw {
 			row := pt.Row(t)
 			for i := i0; i < i1; i++ {
-				panel[i*nbw+t] = fp16.Bits(row[act[i]]).Float64() * scale
+				h := row[act[i]]
+				panel[i*nbw+t] = float64(math.Float32frombits(uint32(h&0x8000)<<16|uint32(h&0x7fff)<<13)) * scale
 			}
 		}
 	}
