@@ -3,6 +3,7 @@ package fft
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
@@ -385,10 +386,37 @@ func (l *layout) check(x, y []complex128, e int) error {
 // table, read at stride k, is touched once per rootResync elements rather
 // than once per element (a cache miss each for a long signal).
 func (l *layout) bins1D(x []complex128, ks [2]int, f1, f2 float64) (ex float64, out [2]complex128) {
+	// Long signals in parts, one per core, each from its own first roots.
+	p := parts(len(x), len(x))
+	type partial struct {
+		ex     float64
+		s0, s1 complex128
+	}
+	parts := make([]partial, p)
+	var wg sync.WaitGroup
+	for k := range p {
+		lo, hi := k*len(x)/p, (k+1)*len(x)/p
+		wg.Go(func() {
+			pt := &parts[k]
+			pt.ex, pt.s0, pt.s1 = l.bins1DFrom(x[lo:hi], lo, ks, f1, f2)
+		})
+	}
+	wg.Wait()
+	for _, pt := range parts {
+		ex, out[0], out[1] = ex+pt.ex, out[0]+pt.s0, out[1]+pt.s1
+	}
+	return ex, out
+}
+
+// binsPart is the fewest elements bins1D gives a core.
+const binsPart = 1 << 14
+
+// bins1DFrom is bins1D's sums over x = signal[j0 : j0+len(x)].
+func (l *layout) bins1DFrom(x []complex128, j0 int, ks [2]int, f1, f2 float64) (ex float64, s0, s1 complex128) {
 	w, n := l.roots[0], l.dims[0]
 	k0, k1 := ks[0]%n, ks[1]%n
 	st0, st1 := w[k0], w[k1]
-	p0, p1 := 0, 0
+	p0, p1 := j0*k0%n, j0*k1%n
 	var w0, w1 complex128
 	var s0r, s0i, s1r, s1i float64
 	for j, v := range x {
@@ -410,7 +438,7 @@ func (l *layout) bins1D(x []complex128, ks [2]int, f1, f2 float64) (ex float64, 
 			p1 -= n
 		}
 	}
-	return ex, [2]complex128{complex(s0r, s0i), complex(s1r, s1i)}
+	return ex, complex(s0r, s0i), complex(s1r, s1i)
 }
 
 // rootResync is how many roots bins1D steps by products between reads

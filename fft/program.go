@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"github.com/anemone-go/anemone/engine"
 	"math"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/anemone-go/anemone/dataflow"
@@ -286,15 +288,22 @@ func (p *program) pack(what string, xs [][]complex128) (buf []uint16, exps []int
 		if !ok {
 			continue
 		}
+		if copies == 1 && sc == nil {
+			// One pass: scale, round and encode (a long signal on every
+			// core); the scaling keeps every value below 2¹⁴, so none
+			// overflows.
+			eachPart(s0.f, len(x), func(_, lo, hi int) {
+				for j1 := lo; j1 < hi; j1++ {
+					row := x[j1*s0.q : (j1+1)*s0.q]
+					re, im := (j1*B+b)*s0.q, ((s0.f+j1)*B+b)*s0.q
+					fp16.EncodeComplexScaled(buf[re:re+s0.q], buf[im:im+s0.q], row, e)
+				}
+			})
+			continue
+		}
 		for j1 := range s0.f {
 			row := x[j1*s0.q : (j1+1)*s0.q]
 			re, im := (j1*B+b)*s0.q, ((s0.f+j1)*B+b)*s0.q
-			if copies == 1 && sc == nil {
-				// One pass: scale, round and encode; the scaling keeps
-				// every value below 2¹⁴, so none overflows.
-				fp16.EncodeComplexScaled(buf[re:re+s0.q], buf[im:im+s0.q], row, e)
-				continue
-			}
 			for q, v := range row {
 				for part, c := range [2]float64{real(v), imag(v)} {
 					at := [2]int{re, im}[part] + q
@@ -333,6 +342,8 @@ func (p *program) eachOutput(exps []int, live []bool, piece func(y []complex128,
 		if !live[b] {
 			continue
 		}
+		// One core: the digits k_m scatter into interleaved positions of
+		// y, which parts on two cores would share cache lines of.
 		for km := range sm.f {
 			nats := l.natOf[km*r : (km+1)*r]
 			if err := piece(res[b], b, km, l.outShift-exps[b], (km*B+b)*r, ((sm.f+km)*B+b)*r, nats); err != nil {
@@ -342,6 +353,22 @@ func (p *program) eachOutput(exps []int, live []bool, piece func(y []complex128,
 	}
 	return res, nil
 }
+
+// eachPart runs f on parts(rows, n) ranges [lo, hi) of rows 0…rows−1 of
+// a signal of n elements at once, part k getting the k-th.
+func eachPart(rows, n int, f func(k, lo, hi int)) {
+	p := parts(rows, n)
+	var wg sync.WaitGroup
+	for k := range p {
+		lo, hi := k*rows/p, (k+1)*rows/p
+		wg.Go(func() { f(k, lo, hi) })
+	}
+	wg.Wait()
+}
+
+// parts is how many cores a pass over rows rows of a signal of n elements
+// uses: one per core, at most one per binsPart elements.
+func parts(rows, n int) int { return max(1, min(runtime.GOMAXPROCS(0), rows, n/binsPart)) }
 
 // unpack reads the device's outputs, as float32, into natural order and
 // undoes the scaling; Compensated outputs are pieces, added smallest
