@@ -416,17 +416,10 @@ func (p *program) unpackHalf(rows shim.HalfRows, exps []int, live []bool) ([][]c
 		if fp16.Finite(ore) >= 0 || fp16.Finite(oim) >= 0 {
 			return fmt.Errorf("output row %d of signal %d holds ±Inf or NaN: %w", km, b, shim.ErrRange)
 		}
-		if sc > -1000 && sc < 900 {
-			// h's exponent and fraction shifted into a float32's are its
-			// value times 2⁻¹¹² (a float32 subnormal for an fp16
-			// subnormal), so one product by 2^(sc+112) decodes and
-			// unscales it exactly, without a branch.
-			f := math.Ldexp(1, sc+112)
+		if sc > -1000 && sc < 900 { // where fp16.DecodeTimes is exact
+			f := fp16.DecodeScale(math.Ldexp(1, sc))
 			for rr, nat := range nats {
-				hr, hi := ore[rr], oim[rr]
-				re := float64(math.Float32frombits(uint32(hr&0x8000)<<16|uint32(hr&0x7fff)<<13)) * f
-				im := float64(math.Float32frombits(uint32(hi&0x8000)<<16|uint32(hi&0x7fff)<<13)) * f
-				y[nat] = complex(re, im)
+				y[nat] = complex(fp16.DecodeTimes(ore[rr], f), fp16.DecodeTimes(oim[rr], f))
 			}
 			return nil
 		}

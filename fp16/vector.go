@@ -144,6 +144,20 @@ func DecodeScaled(dst []float64, src []uint16, exp int) {
 	}
 }
 
+// DecodeTimes returns the value of the finite fp16 h times scale, for
+// f = DecodeScale(scale): h's sign, exponent and fraction moved into a
+// float32's are its value times 2⁻¹¹² (a float32 subnormal for an fp16
+// subnormal), so one product decodes and scales it, without a branch. It
+// is exact when scale is a power of two and the result a float64 normal
+// (for scale = 2^e: −1000 < e < 900, say); ±Inf and NaN encodings give
+// wrong values, so callers check them first (Finite).
+func DecodeTimes(h uint16, f float64) float64 {
+	return float64(math.Float32frombits(uint32(h&0x8000)<<16|uint32(h&0x7fff)<<13)) * f
+}
+
+// DecodeScale is DecodeTimes' factor for scale: scale·2¹¹².
+func DecodeScale(scale float64) float64 { return scale * 0x1p112 }
+
 // EncodeFloat32 writes the fp16 encoding of src[i] to dst[i] and returns
 // the index of the first value that rounds to ±Inf or is NaN, or −1.
 func EncodeFloat32(dst []uint16, src []float32) int {

@@ -163,3 +163,20 @@ func TestScaleInPlace(t *testing.T) {
 		require.Equal(t, first, bad, "first non-finite at exp %d", exp)
 	}
 }
+
+// DecodeTimes must give every finite fp16's exact value times 2^e, across
+// the exponents its callers use.
+func TestDecodeTimes(t *testing.T) {
+	for _, e := range []int{-999, -200, -24, 0, 7, 112, 899} {
+		f := DecodeScale(math.Ldexp(1, e))
+		for h := range 1 << 16 {
+			v := Bits(h).Float64()
+			if math.IsInf(v, 0) || math.IsNaN(v) {
+				continue
+			}
+			if got, want := DecodeTimes(uint16(h), f), math.Ldexp(v, e); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("DecodeTimes(%#04x, 2^%d) = %v, want %v", h, e, got, want)
+			}
+		}
+	}
+}

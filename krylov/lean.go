@@ -68,7 +68,7 @@ import (
 var leanPasses atomic.Int64
 
 // decodeRow sets dst[i] = src[i]·scale for fp16 src, with zsc =
-// scale·2¹¹² (see decodeHalf), and returns a flag whose bit 15 is set
+// fp16.DecodeScale(scale), and returns a flag whose bit 15 is set
 // when some src[i] is ±Inf or NaN (all exponent bits set: (h & 0x7c00) +
 // 0x0400 carries into bit 15 exactly then).
 func decodeRow(dst []float64, src []uint16, zsc float64) uint16 {
@@ -76,16 +76,9 @@ func decodeRow(dst []float64, src []uint16, zsc float64) uint16 {
 	var bad uint16
 	for i, h := range src {
 		bad |= h&0x7c00 + 0x0400
-		dst[i] = decodeHalf(h, zsc)
+		dst[i] = fp16.DecodeTimes(h, zsc)
 	}
 	return bad
-}
-
-// decodeHalf is the value of the finite fp16 h times zsc·2⁻¹¹²: h's
-// exponent and fraction shifted into a float32's are the value times
-// 2⁻¹¹² (a float32 subnormal for an fp16 subnormal, exact either way).
-func decodeHalf(h uint16, zsc float64) float64 {
-	return float64(math.Float32frombits(uint32(h&0x8000)<<16|uint32(h&0x7fff)<<13)) * zsc
 }
 
 // leanDots is what pass 2 accumulates.
@@ -173,7 +166,7 @@ func encodeRows(in shim.HalfRows, r []float32, nx, lo, hi, exp int) int {
 }
 
 // dots is pass 2 over rows [b.lo, b.hi): z is the device's fp16 output
-// times zs (zsc = zs·2¹¹²), decoded a row ahead into the band's ring;
+// times zs (zsc = fp16.DecodeScale(zs)), decoded a row ahead into the band's ring;
 // p is the kept direction (nil: none); r the residual times 2^rs (the
 // sums with it come back times 2^rs too). b.bad's bit 15 is set when z
 // holds ±Inf or NaN (an fp16 overflow on the device).
@@ -239,7 +232,7 @@ func (l *leanStencil) dots(b *leanBand, z16 shim.HalfRows, zsc float64, p, r []f
 // float64; first: there is no p yet, p = z), xOut = xIn + a·p (xOut may
 // be xIn), then r = b − A·xOut (stored times 2^rs as float32) for the
 // band's rows whose neighbours are all its own, the sum of their
-// squares in b.ss. z is the device's fp16 output times zs (zsc = zs·2¹¹²).
+// squares in b.ss. z is the device's fp16 output times zs (zsc = fp16.DecodeScale(zs)).
 // Row y of the residual is formed once rows y − 1 … y + 1 of xOut are.
 func (l *leanStencil) step(bd *leanBand, p []float32, z16 shim.HalfRows, zsc float64, xIn, xOut []float64, r []float32, rhs []float64, beta, a, rs float64, first bool) {
 	nx := l.nx
@@ -258,13 +251,13 @@ func (l *leanStencil) step(bd *leanBand, p []float32, z16 shim.HalfRows, zsc flo
 			zz = zz[:len(pp)]
 			if first {
 				for i, h := range zz {
-					v := float32(decodeHalf(h, zsc))
+					v := float32(fp16.DecodeTimes(h, zsc))
 					pp[i] = v
 					xo[i] = xi[i] + a*float64(v)
 				}
 			} else {
 				for i, h := range zz {
-					v := float32(decodeHalf(h, zsc) - beta*float64(pp[i]))
+					v := float32(fp16.DecodeTimes(h, zsc) - beta*float64(pp[i]))
 					pp[i] = v
 					xo[i] = xi[i] + a*float64(v)
 				}
@@ -471,7 +464,7 @@ func (p *cgPlan) leanLoop(r *run) error {
 			kept = dir
 		}
 		dots := func(z16 shim.HalfRows, zs float64) (leanDots, bool) {
-			zsc := zs * 0x1p112
+			zsc := fp16.DecodeScale(zs)
 			sc.each(func(b *leanBand) { hat.dots(b, z16, zsc, kept, rv) })
 			var d leanDots
 			var bad uint16
@@ -531,7 +524,7 @@ func (p *cgPlan) leanLoop(r *run) error {
 			bestIn = -1
 		}
 		xIn, xOut := bufs[cur], bufs[o]
-		zsc, first := zs*0x1p112, beta == 0
+		zsc, first := fp16.DecodeScale(zs), beta == 0
 		sc.each(func(b *leanBand) { full.step(b, dir, z16, zsc, xIn, xOut, rv, r.b, beta, alpha, rs, first) })
 		rr = 0
 		for i := range sc.bands {

@@ -218,10 +218,8 @@ func (p *luProgram) readStep(fn string, lu, panel []float64, act []int, bw, c, n
 			return 0, overflow("next panel", t)
 		}
 	}
-	// An fp16's exponent and fraction moved into a float32's are its value
-	// times 2⁻¹¹² (a float32 subnormal for an fp16 subnormal): one product
-	// by 2^(exp+112) decodes and unscales it exactly, without a branch,
-	// where that power of two and the products are float64 normals.
+	// fp16.DecodeTimes decodes and unscales without a branch, exactly for
+	// these exponents.
 	if exp < -900 || exp > 900 {
 		for i, r := range act {
 			for t := range nbw {
@@ -230,14 +228,13 @@ func (p *luProgram) readStep(fn string, lu, panel []float64, act []int, bw, c, n
 		}
 		return mxv[0], nil
 	}
-	scale := math.Ldexp(1, exp+112)
+	f := fp16.DecodeScale(math.Ldexp(1, exp))
 	for i0 := 0; i0 < len(act); i0 += opsTile {
 		i1 := min(i0+opsTile, len(act))
 		for t := range nbw {
 			row := pt.Row(t)
 			for i := i0; i < i1; i++ {
-				h := row[act[i]]
-				panel[i*nbw+t] = float64(math.Float32frombits(uint32(h&0x8000)<<16|uint32(h&0x7fff)<<13)) * scale
+				panel[i*nbw+t] = fp16.DecodeTimes(row[act[i]], f)
 			}
 		}
 	}
