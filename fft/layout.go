@@ -3,10 +3,10 @@ package fft
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/parallel"
 )
 
 // stage is one dense DFT block of a transform. A transform over dims
@@ -392,17 +392,12 @@ func (l *layout) bins1D(x []complex128, ks [2]int, f1, f2 float64) (ex float64, 
 		ex     float64
 		s0, s1 complex128
 	}
-	parts := make([]partial, p)
-	var wg sync.WaitGroup
-	for k := range p {
-		lo, hi := k*len(x)/p, (k+1)*len(x)/p
-		wg.Go(func() {
-			pt := &parts[k]
-			pt.ex, pt.s0, pt.s1 = l.bins1DFrom(x[lo:hi], lo, ks, f1, f2)
-		})
-	}
-	wg.Wait()
-	for _, pt := range parts {
+	sums := make([]partial, p)
+	parallel.Ranges(len(x), p, func(k, lo, hi int) {
+		pt := &sums[k]
+		pt.ex, pt.s0, pt.s1 = l.bins1DFrom(x[lo:hi], lo, ks, f1, f2)
+	})
+	for _, pt := range sums {
 		ex, out[0], out[1] = ex+pt.ex, out[0]+pt.s0, out[1]+pt.s1
 	}
 	return ex, out

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"github.com/anemone-go/anemone/engine"
 	"math"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/parallel"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
@@ -292,7 +291,7 @@ func (p *program) pack(what string, xs [][]complex128) (buf []uint16, exps []int
 			// One pass: scale, round and encode (a long signal on every
 			// core); the scaling keeps every value below 2¹⁴, so none
 			// overflows.
-			eachPart(s0.f, len(x), func(_, lo, hi int) {
+			parallel.Ranges(s0.f, parts(s0.f, len(x)), func(_, lo, hi int) {
 				for j1 := lo; j1 < hi; j1++ {
 					row := x[j1*s0.q : (j1+1)*s0.q]
 					re, im := (j1*B+b)*s0.q, ((s0.f+j1)*B+b)*s0.q
@@ -354,21 +353,9 @@ func (p *program) eachOutput(exps []int, live []bool, piece func(y []complex128,
 	return res, nil
 }
 
-// eachPart runs f on parts(rows, n) ranges [lo, hi) of rows 0…rows−1 of
-// a signal of n elements at once, part k getting the k-th.
-func eachPart(rows, n int, f func(k, lo, hi int)) {
-	p := parts(rows, n)
-	var wg sync.WaitGroup
-	for k := range p {
-		lo, hi := k*rows/p, (k+1)*rows/p
-		wg.Go(func() { f(k, lo, hi) })
-	}
-	wg.Wait()
-}
-
 // parts is how many cores a pass over rows rows of a signal of n elements
 // uses: one per core, at most one per binsPart elements.
-func parts(rows, n int) int { return max(1, min(runtime.GOMAXPROCS(0), rows, n/binsPart)) }
+func parts(rows, n int) int { return parallel.Parts(rows, n, binsPart) }
 
 // unpack reads the device's outputs, as float32, into natural order and
 // undoes the scaling; Compensated outputs are pieces, added smallest

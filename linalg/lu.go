@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/parallel"
 	"github.com/anemone-go/anemone/precision"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -363,7 +364,7 @@ func (f *Factorization) factorFP16(fn string) error {
 // place, with the multipliers (lbuf, by original row).
 func (f *Factorization) assemble(lbuf []float64) {
 	n := f.n
-	eachRows(n, parts(n, n/2), func(_, lo, hi int) {
+	parallel.Ranges(n, parts(n, n/2), func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			copy(f.lu[i*n:i*n+i], lbuf[f.perm[i]*n:f.perm[i]*n+i])
 		}
@@ -535,7 +536,7 @@ type scaledMatrix struct {
 }
 
 // equilibrateNorms is equilibrateIter in few passes over the matrix, each
-// on every core (eachRows): the first checks finiteness and takes A's
+// on every core (parallel.Ranges): the first checks finiteness and takes A's
 // norms and maxima; each of Ruiz's sweeps and Alg. 2.1 then read A once,
 // scaling a row and taking its share of the column maxima while it is in
 // cache, and only the last pass writes B (and takes B's norm). Ruiz's
@@ -582,7 +583,7 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 	// pass runs row(i, its part's column maxima) for every row, then
 	// reduces the parts' column maxima into colMax.
 	pass := func(row func(i int, cm []float64)) {
-		eachRows(n, p, func(k, lo, hi int) {
+		parallel.Ranges(n, p, func(k, lo, hi int) {
 			cm := partMax[k]
 			clear(cm)
 			for i := lo; i < hi; i++ {
@@ -604,7 +605,7 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 	for k := range p {
 		colSum[k] = make([]float64, n)
 	}
-	eachRows(n, p, func(k, lo, hi int) {
+	parallel.Ranges(n, p, func(k, lo, hi int) {
 		cm, cs := partMax[k], colSum[k]
 		for i := lo; i < hi; i++ {
 			row := b[i*n : (i+1)*n]
@@ -710,7 +711,7 @@ func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
 	// Alg. 2.1: rows into (½, 1], then columns (whose factors are ≥ 1).
 	sweep(pow2AtMostOne, pow2AtMostOne)
 	// The write: B = D_r·A·D_c, its row sums and maxima.
-	eachRows(n, p, func(_, lo, hi int) {
+	parallel.Ranges(n, p, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row, out := src(i), b[i*n:(i+1)*n]
 			out, cs := out[:len(row)], c[:len(row)]

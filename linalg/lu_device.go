@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/parallel"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/lower"
@@ -98,7 +99,7 @@ func (p *luProgram) rescale(fn string, e int) error {
 		return wrapDevice(fn, err)
 	}
 	bad := make([]bool, parts(a.Rows, a.RowLen))
-	eachRows(a.Rows, len(bad), func(k, lo, hi int) {
+	parallel.Ranges(a.Rows, len(bad), func(k, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			if fp16.ScaleInPlace(a.Row(r), e) >= 0 {
 				bad[k] = true
@@ -120,7 +121,7 @@ func (p *luProgram) writeMatrix(fn string, b []float64, sigma int) error {
 	}
 	n := a.RowLen
 	bad := make([]int, parts(a.Rows, n))
-	eachRows(a.Rows, len(bad), func(k, lo, hi int) {
+	parallel.Ranges(a.Rows, len(bad), func(k, lo, hi int) {
 		bad[k] = -1
 		for r := lo; r < hi && bad[k] < 0; r++ {
 			if i := fp16.EncodeScaled(a.Row(r), b[r*n:(r+1)*n], sigma); i >= 0 {
