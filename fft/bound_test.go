@@ -71,7 +71,7 @@ func TestStageBound(t *testing.T) {
 				ph := 2 * math.Pi * float64((7*j)%n) / float64(n)
 				tone[j] = complex(math.Cos(ph), math.Sin(ph))
 			}
-			buf, _, _, err := p.pack("test", [][]complex128{constant, tone})
+			buf, _, _, err := p.pack("test", [][]complex128{constant, tone}, nil)
 			require.NoError(t, err)
 			in := make([]float64, len(buf))
 			for i, v := range buf {
@@ -173,7 +173,7 @@ func TestNarrowDigitsExact(t *testing.T) {
 			for d, dev := range []shim.Device{narrow, wide} {
 				p, err := newProgram(dev, lay, -1, c.mode, sc)
 				require.NoError(t, err)
-				buf, _, _, err := p.pack("test", xs)
+				buf, _, _, err := p.pack("test", xs, nil)
 				require.NoError(t, err)
 				in := make([]float32, len(buf))
 				fp16.DecodeFloat32(in, buf)
@@ -214,16 +214,24 @@ func TestBins1DMatchesDefiningSum(t *testing.T) {
 		x[i] = complex(rng.NormFloat64(), rng.NormFloat64())
 		ex += real(x[i])*real(x[i]) + imag(x[i])*imag(x[i])
 	}
-	for _, ks := range [][2]int{{0, 1}, {341, 12345}, {n - 1, n / 2}} {
-		gotEx, got := l.bins1D(x, ks, 0.5, 4)
-		require.InDelta(t, 4*ex, gotEx, 1e-12*4*ex)
-		for i, k := range ks {
-			want := l.bin(x, k, 0.5, 4)
-			// Both sums of n terms of modulus at most 2|x_j|: each is
-			// within n·2⁻⁵³·2·Σ|x_j| ≤ 7.3e-12·2·√n·‖x‖₂ of the exact bin
-			// (naive summation), the recurrence's roots adding
-			// rootResync·2⁻⁵² relative per term, less.
-			require.InDelta(t, 0, cmplx.Abs(got[i]-want), 1e-11*2*math.Sqrt(float64(n)*ex), "bin %d", k)
+	// e = 1 sums on x and scales after; e = ±500 (x scaled by 2^∓500 so
+	// that x·2^e is the same) sums on a scaled copy.
+	for _, e := range []int{1, 500, -500} {
+		xe := make([]complex128, n)
+		for i, v := range x {
+			xe[i] = complex(math.Ldexp(real(v), 1-e), math.Ldexp(imag(v), 1-e))
+		}
+		for _, k := range []int{1, 341, 12345, n / 2, n - 1} {
+			gotEx, got := l.bins1D(xe, k, e)
+			require.InDelta(t, 4*ex, gotEx, 1e-12*4*ex)
+			for i, kk := range [2]int{k, (n - k) % n} {
+				want := l.bin(x, kk, 1, 2)
+				// Both sums of n terms of modulus at most 2|x_j|: each is
+				// within n·2⁻⁵³·2·Σ|x_j| ≤ 7.3e-12·2·√n·‖x‖₂ of the exact bin
+				// (naive summation), the recurrence's roots adding
+				// rootResync·2⁻⁵² relative per term, less.
+				require.InDelta(t, 0, cmplx.Abs(got[i]-want), 1e-11*2*math.Sqrt(float64(n)*ex), "e = %d, bin %d", e, kk)
+			}
 		}
 	}
 }

@@ -339,17 +339,27 @@ const checkFactor = 0.25
 // normal float64 where 2^e itself is not. The messages give unscaled
 // values.
 func (l *layout) check(x, y []complex128, e int) error {
+	return l.checkEnergy(x, y, e, math.NaN())
+}
+
+// checkEnergy is check given Σ|y|² as sumY2, when the caller summed it on
+// the way (it must then be far inside float64's range; NaN: check sums
+// it, scaled).
+func (l *layout) checkEnergy(x, y []complex128, e int, sumY2 float64) error {
 	f1, f2 := math.Ldexp(1, e/2), math.Ldexp(1, e-e/2)
-	ks := [2]int{l.total / 3, (7919*l.total/11 + 1) % l.total}
-	var ey float64
-	for _, v := range y {
-		yr, yi := real(v)*f1*f2, imag(v)*f1*f2
-		ey += yr*yr + yi*yi
+	ks := l.checkBins()
+	ey := sumY2 * f1 * f1 * f2 * f2
+	if sumY2 != sumY2 {
+		ey = 0
+		for _, v := range y {
+			yr, yi := real(v)*f1*f2, imag(v)*f1*f2
+			ey += yr*yr + yi*yi
+		}
 	}
 	var ex float64
 	var want [2]complex128
 	if len(l.dims) == 1 {
-		ex, want = l.bins1D(x, ks, f1, f2)
+		ex, want = l.bins1D(x, ks[0], e)
 	} else {
 		for _, v := range x {
 			xr, xi := real(v)*f1*f2, imag(v)*f1*f2
@@ -378,14 +388,32 @@ func (l *layout) check(x, y []complex128, e int) error {
 	return nil
 }
 
-// bins1D is Σ|x·f1·f2|² and bins ks of the 1-D transform of x·f1·f2, in
-// one pass: what check needs of a 1-D signal. The roots ω^(j·k) are
-// stepped by a complex product, ω^((j+1)·k) = ω^(j·k)·ω^k, and taken afresh
-// from the table every rootResync elements, so that their error stays
-// below rootResync·2⁻⁵² (far below the check's fp16 tolerance) while the
-// table, read at stride k, is touched once per rootResync elements rather
-// than once per element (a cache miss each for a long signal).
-func (l *layout) bins1D(x []complex128, ks [2]int, f1, f2 float64) (ex float64, out [2]complex128) {
+// checkBins are the two bins check recomputes: k, fixed but far from any
+// pattern of the staged layout, and its mirror total − k, whose roots are
+// the conjugates of k's, so that one root sequence serves both bins of a
+// 1-D signal.
+func (l *layout) checkBins() [2]int {
+	if l.total < 2 {
+		return [2]int{0, 0}
+	}
+	k := 1 + (7919*l.total/11)%(l.total-1)
+	return [2]int{k, l.total - k}
+}
+
+// bins1D is Σ|x·2^e|² and bins k and n − k of the 1-D transform of
+// x·2^e, in one pass: what check needs of a 1-D signal. Where x·2^e is
+// the device's input of a signal of moderate scale the sums are formed on
+// x and scaled after (as two normal factors); at extreme scales on a
+// scaled copy, so that no square overflows or underflows.
+func (l *layout) bins1D(x []complex128, k, e int) (ex float64, out [2]complex128) {
+	f1, f2 := math.Ldexp(1, e/2), math.Ldexp(1, e-e/2)
+	if e < -400 || e > 400 {
+		s := make([]complex128, len(x))
+		for i, v := range x {
+			s[i] = complex(real(v)*f1*f2, imag(v)*f1*f2)
+		}
+		x, f1, f2 = s, 1, 1
+	}
 	// Long signals in parts, one per core, each from its own first roots.
 	p := parts(len(x), len(x))
 	type partial struct {
@@ -393,12 +421,16 @@ func (l *layout) bins1D(x []complex128, ks [2]int, f1, f2 float64) (ex float64, 
 		s0, s1 complex128
 	}
 	sums := make([]partial, p)
-	parallel.Ranges(len(x), p, func(k, lo, hi int) {
-		pt := &sums[k]
-		pt.ex, pt.s0, pt.s1 = l.bins1DFrom(x[lo:hi], lo, ks, f1, f2)
+	parallel.Ranges(len(x), p, func(i, lo, hi int) {
+		pt := &sums[i]
+		pt.ex, pt.s0, pt.s1 = l.bins1DFrom(x[lo:hi], lo, k)
 	})
 	for _, pt := range sums {
 		ex, out[0], out[1] = ex+pt.ex, out[0]+pt.s0, out[1]+pt.s1
+	}
+	ex = ex * f1 * f1 * f2 * f2
+	for i, v := range out {
+		out[i] = complex(real(v)*f1*f2, imag(v)*f1*f2)
 	}
 	return ex, out
 }
@@ -406,34 +438,35 @@ func (l *layout) bins1D(x []complex128, ks [2]int, f1, f2 float64) (ex float64, 
 // binsPart is the fewest elements bins1D gives a core.
 const binsPart = 1 << 14
 
-// bins1DFrom is bins1D's sums over x = signal[j0 : j0+len(x)].
-func (l *layout) bins1DFrom(x []complex128, j0 int, ks [2]int, f1, f2 float64) (ex float64, s0, s1 complex128) {
+// bins1DFrom is bins1D's unscaled sums over x = signal[j0 : j0+len(x)]:
+// Σ|x_j|², Σ x_j·ω^(jk) and Σ x_j·ω^(−jk). The roots ω^(jk) are stepped by
+// a complex product, ω^((j+1)k) = ω^(jk)·ω^k, and taken afresh from the
+// table every rootResync elements, so that their error stays below
+// rootResync·2⁻⁵² (far below the check's fp16 tolerance) while the table,
+// read at stride k, is touched once per rootResync elements rather than
+// once per element (a cache miss each for a long signal). With a = Re x,
+// b = Im x and w = ω^(jk), the two bins share four products:
+// x·w = (a·Re w − b·Im w) + i(a·Im w + b·Re w) and
+// x·conj(w) = (a·Re w + b·Im w) + i(b·Re w − a·Im w).
+func (l *layout) bins1DFrom(x []complex128, j0, k int) (ex float64, s0, s1 complex128) {
 	w, n := l.roots[0], l.dims[0]
-	k0, k1 := ks[0]%n, ks[1]%n
-	st0, st1 := w[k0], w[k1]
-	p0, p1 := j0*k0%n, j0*k1%n
-	var w0, w1 complex128
-	var s0r, s0i, s1r, s1i float64
+	k %= n
+	sr, si := real(w[k]), imag(w[k])
+	var wr, wi, arwr, biwi, aiwi, brwr float64
 	for j, v := range x {
 		if j%rootResync == 0 {
-			w0, w1 = w[p0], w[p1]
+			r := w[(j0+j)%n*k%n]
+			wr, wi = real(r), imag(r)
 		}
-		// (x·f1)·f2, in that order: f1·f2 alone may leave float64's range.
-		a, b := real(v)*f1*f2, imag(v)*f1*f2
+		a, b := real(v), imag(v)
 		ex += a*a + b*b
-		s0r += a*real(w0) - b*imag(w0)
-		s0i += a*imag(w0) + b*real(w0)
-		s1r += a*real(w1) - b*imag(w1)
-		s1i += a*imag(w1) + b*real(w1)
-		w0, w1 = w0*st0, w1*st1
-		if p0 += k0; p0 >= n {
-			p0 -= n
-		}
-		if p1 += k1; p1 >= n {
-			p1 -= n
-		}
+		arwr += a * wr
+		biwi += b * wi
+		aiwi += a * wi
+		brwr += b * wr
+		wr, wi = wr*sr-wi*si, wr*si+wi*sr
 	}
-	return ex, complex(s0r, s0i), complex(s1r, s1i)
+	return ex, complex(arwr-biwi, aiwi+brwr), complex(arwr+biwi, brwr-aiwi)
 }
 
 // rootResync is how many roots bins1D steps by products between reads

@@ -164,14 +164,29 @@ func (l *layout) inputScale(what string, x []complex128) (e int, ok bool, err er
 	// re² + im², found without a square root per element. Where the
 	// squares leave float64's range (or x holds NaN or ±Inf, which makes
 	// their maximum NaN or +Inf) x is scanned again, element by element.
-	m2, at := 0.0, 0
-	for i, v := range x {
-		q := real(v)*real(v) + imag(v)*imag(v)
-		if q > m2 || q != q {
-			m2, at = q, i
-			if q != q {
-				break
+	// A long signal is scanned in parts, one per core.
+	type best struct {
+		m2 float64
+		at int
+	}
+	bests := make([]best, parts(len(x), len(x)))
+	parallel.Ranges(len(x), len(bests), func(k, lo, hi int) {
+		m2, at := 0.0, lo
+		for i, v := range x[lo:hi] {
+			q := real(v)*real(v) + imag(v)*imag(v)
+			if q > m2 || q != q {
+				m2, at = q, lo+i
+				if q != q {
+					break
+				}
 			}
+		}
+		bests[k] = best{m2, at}
+	})
+	m2, at := bests[0].m2, bests[0].at
+	for _, bt := range bests[1:] {
+		if bt.m2 > m2 || bt.m2 != bt.m2 {
+			m2, at = bt.m2, bt.at
 		}
 	}
 	m := math.Hypot(real(x[at]), imag(x[at]))
@@ -219,22 +234,33 @@ func flushSubnormals(h []uint16) {
 // run transforms the signals xs (each of length lay.total) in one
 // dispatch, adding it to st and the device's time to *dev.
 func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Duration) ([][]complex128, error) {
-	buf, exps, live, err := p.pack(what, xs)
+	p.disp.mu.Lock()
+	// An FP16 program's input is encoded straight into the device's
+	// surface where its rows lie end to end there.
+	var dst []uint16
+	if p.comp == nil && !p.lay.split() {
+		dst = p.disp.inputFlat()
+	}
+	buf, exps, live, err := p.pack(what, xs, dst)
 	if err != nil {
+		p.disp.mu.Unlock()
 		return nil, err
 	}
-	p.disp.mu.Lock()
+	if dst != nil && len(dst) == len(buf) && &dst[0] == &buf[0] {
+		buf = nil // written in place
+	}
 	// An FP16 program's one output is decoded straight from the device's
 	// surface into the result (no float32 copy); any other is read first.
 	half := p.comp == nil
 	d, err := p.disp.runRead(buf, st, !half)
 	*dev += d
 	var ys [][]complex128
+	var energy []float64 // Σ|y|² per signal, where unpackHalf summed it
 	if err == nil && half {
 		var rows shim.HalfRows
 		var ok bool
 		if rows, ok, err = p.disp.outputRows(p.lay.total / p.lay.stages[len(p.lay.stages)-1].f); err == nil && ok {
-			ys, err = p.unpackHalf(rows, exps, live)
+			ys, energy, err = p.unpackHalf(rows, exps, live)
 		} else if err == nil {
 			err = p.disp.readAll()
 			half = false
@@ -251,7 +277,11 @@ func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Durat
 		if !live[b] {
 			continue
 		}
-		if err := p.lay.check(xs[b], y, exps[b]); err != nil {
+		ey := math.NaN()
+		if energy != nil {
+			ey = energy[b]
+		}
+		if err := p.lay.checkEnergy(xs[b], y, exps[b], ey); err != nil {
 			return nil, fmt.Errorf("fft: %s: signal %d: %w", what, b, err)
 		}
 	}
@@ -262,7 +292,7 @@ func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Durat
 // batch out as the program's input, in fp16 encodings: stage 0's
 // [copies, 2, f, B, Q] tensor (part, index digit j_1, signal, remaining
 // index). live is false for an all-zero signal.
-func (p *program) pack(what string, xs [][]complex128) (buf []uint16, exps []int, live []bool, err error) {
+func (p *program) pack(what string, xs [][]complex128, dst []uint16) (buf []uint16, exps []int, live []bool, err error) {
 	l := p.lay
 	B, s0 := l.batch, l.stages[0]
 	exps = make([]int, B)
@@ -276,7 +306,12 @@ func (p *program) pack(what string, xs [][]complex128) (buf []uint16, exps []int
 	case l.split():
 		copies = splitCopies
 	}
-	buf = make([]uint16, copies*plane)
+	inPlace := len(dst) == copies*plane && copies == 1 && sc == nil
+	if inPlace {
+		buf = dst
+	} else {
+		buf = make([]uint16, copies*plane)
+	}
 	half := func(v float32) uint16 { return uint16(fp16.FromFloat32(v)) } // v is an fp16 value
 	for b, x := range xs {
 		e, ok, err := l.inputScale(what, x)
@@ -285,6 +320,15 @@ func (p *program) pack(what string, xs [][]complex128) (buf []uint16, exps []int
 		}
 		exps[b], live[b] = e, ok
 		if !ok {
+			// The surface holds the last call's values: cleared, so that
+			// the device's input depends on this call alone.
+			if inPlace {
+				for j1 := range s0.f {
+					re, im := (j1*B+b)*s0.q, ((s0.f+j1)*B+b)*s0.q
+					clear(buf[re : re+s0.q])
+					clear(buf[im : im+s0.q])
+				}
+			}
 			continue
 		}
 		if copies == 1 && sc == nil {
@@ -296,6 +340,8 @@ func (p *program) pack(what string, xs [][]complex128) (buf []uint16, exps []int
 					row := x[j1*s0.q : (j1+1)*s0.q]
 					re, im := (j1*B+b)*s0.q, ((s0.f+j1)*B+b)*s0.q
 					fp16.EncodeComplexScaled(buf[re:re+s0.q], buf[im:im+s0.q], row, e)
+					flushSubnormals(buf[re : re+s0.q])
+					flushSubnormals(buf[im : im+s0.q])
 				}
 			})
 			continue
@@ -319,35 +365,40 @@ func (p *program) pack(what string, xs [][]complex128) (buf []uint16, exps []int
 			}
 		}
 	}
-	if copies == 1 && sc == nil {
-		flushSubnormals(buf)
-	}
 	return buf, exps, live, nil
 }
 
 // eachOutput allocates the batch's results and calls piece for every live
 // signal b and last-stage digit k_m: y is signal b's result, sc the
-// exponent that undoes its scaling, nats the natural positions of the r
-// outputs of (k_m, b), which the device holds at re0 … re0+r−1 (real
-// parts) and im0 … im0+r−1 (imaginary parts) of its output order (part,
-// k_m, signal, k_1 … k_(m−1)).
-func (p *program) eachOutput(exps []int, live []bool, piece func(y []complex128, b, km, sc, re0, im0 int, nats []int) error) ([][]complex128, error) {
+// exponent that undoes its scaling, nats the natural positions of the
+// device's outputs re0 … re0+len(nats)−1 (real parts) and im0 … (imaginary
+// parts) of its output order (part, k_m, signal, k_1 … k_(m−1)). A long
+// signal's r outputs per digit are split into one contiguous range per
+// core (part is the core's index): the digits k_m interleave in y, so
+// splitting by digit would make the cores share cache lines, while a
+// range of k_1 … k_(m−1) is a block of y.
+func (p *program) eachOutput(exps []int, live []bool, piece func(part int, y []complex128, b, km, sc, re0, im0 int, nats []int) error) ([][]complex128, error) {
 	l := p.lay
 	B, sm := l.batch, l.stages[len(l.stages)-1]
 	r := l.total / sm.f
 	res := make([][]complex128, B)
+	errs := make([]error, parts(r, l.total))
 	for b := range B {
 		res[b] = make([]complex128, l.total)
 		if !live[b] {
 			continue
 		}
-		// One core: the digits k_m scatter into interleaved positions of
-		// y, which parts on two cores would share cache lines of.
-		for km := range sm.f {
-			nats := l.natOf[km*r : (km+1)*r]
-			if err := piece(res[b], b, km, l.outShift-exps[b], (km*B+b)*r, ((sm.f+km)*B+b)*r, nats); err != nil {
-				return nil, err
+		parallel.Ranges(r, len(errs), func(part, lo, hi int) {
+			for km := range sm.f {
+				nats := l.natOf[km*r+lo : km*r+hi]
+				if err := piece(part, res[b], b, km, l.outShift-exps[b], (km*B+b)*r+lo, ((sm.f+km)*B+b)*r+lo, nats); err != nil {
+					errs[part] = err
+					return
+				}
 			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil
@@ -361,7 +412,7 @@ func parts(rows, n int) int { return parallel.Parts(rows, n, binsPart) }
 // undoes the scaling; Compensated outputs are pieces, added smallest
 // first in float64.
 func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex128 {
-	res, _ := p.eachOutput(exps, live, func(y []complex128, _, _, sc, re0, im0 int, nats []int) error {
+	res, _ := p.eachOutput(exps, live, func(_ int, y []complex128, _, _, sc, re0, im0 int, nats []int) error {
 		r := len(nats)
 		if p.comp == nil {
 			ore, oim := outs[0][re0:re0+r], outs[0][im0:im0+r]
@@ -395,19 +446,30 @@ func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex1
 
 // unpackHalf is unpack for an FP16 program from its output's fp16 rows,
 // whose length is a multiple of r (see outputRows). An encoding of ±Inf or
-// NaN, an fp16 overflow on the device, is shim.ErrRange.
-func (p *program) unpackHalf(rows shim.HalfRows, exps []int, live []bool) ([][]complex128, error) {
-	return p.eachOutput(exps, live, func(y []complex128, b, km, sc, re0, im0 int, nats []int) error {
+// NaN, an fp16 overflow on the device, is shim.ErrRange. energy[b] is
+// Σ|y|² of signal b's result, summed on the way for the host's check,
+// where its squares are safely inside float64's range (NaN elsewhere:
+// the check sums them itself).
+func (p *program) unpackHalf(rows shim.HalfRows, exps []int, live []bool) (ys [][]complex128, energy []float64, err error) {
+	sums := make([][]float64, parts(p.lay.total/p.lay.stages[len(p.lay.stages)-1].f, p.lay.total))
+	for k := range sums {
+		sums[k] = make([]float64, len(exps))
+	}
+	ys, err = p.eachOutput(exps, live, func(part int, y []complex128, b, km, sc, re0, im0 int, nats []int) error {
 		r := len(nats)
 		ore, oim := chunk(rows, re0, r), chunk(rows, im0, r)
 		if fp16.Finite(ore) >= 0 || fp16.Finite(oim) >= 0 {
 			return fmt.Errorf("output row %d of signal %d holds ±Inf or NaN: %w", km, b, shim.ErrRange)
 		}
-		if sc > -1000 && sc < 900 { // where fp16.DecodeTimes is exact
+		if sc >= -400 && sc <= 400 { // squares of |y| < 2^(16+sc) in range
 			f := fp16.DecodeScale(math.Ldexp(1, sc))
+			var sum float64
 			for rr, nat := range nats {
-				y[nat] = complex(fp16.DecodeTimes(ore[rr], f), fp16.DecodeTimes(oim[rr], f))
+				yr, yi := fp16.DecodeTimes(ore[rr], f), fp16.DecodeTimes(oim[rr], f)
+				y[nat] = complex(yr, yi)
+				sum += yr*yr + yi*yi
 			}
+			sums[part][b] += sum
 			return nil
 		}
 		for rr, nat := range nats {
@@ -415,6 +477,17 @@ func (p *program) unpackHalf(rows shim.HalfRows, exps []int, live []bool) ([][]c
 		}
 		return nil
 	})
+	energy = make([]float64, len(exps))
+	for b := range energy {
+		if sc := p.lay.outShift - exps[b]; sc < -400 || sc > 400 {
+			energy[b] = math.NaN()
+			continue
+		}
+		for _, s := range sums {
+			energy[b] += s[b]
+		}
+	}
+	return ys, energy, err
 }
 
 // chunk is logical elements [off, off+r) of rows, which lie in one row.

@@ -94,8 +94,10 @@ func (d *dispatcher) run(in []uint16, st *Stats) (time.Duration, error) {
 // runRead is run; with read false the outputs stay on the session's
 // surface for the caller to decode in place (outputRows).
 func (d *dispatcher) runRead(in []uint16, st *Stats, read bool) (time.Duration, error) {
-	if err := d.sess.WriteHalf("x", in); err != nil {
-		return 0, err
+	if in != nil {
+		if err := d.sess.WriteHalf("x", in); err != nil {
+			return 0, err
+		}
 	}
 	before := d.sess.Stats().Device
 	err := d.sess.Run()
@@ -110,6 +112,21 @@ func (d *dispatcher) runRead(in []uint16, st *Stats, read bool) (time.Duration, 
 		return dev, err
 	}
 	return dev, d.readAll()
+}
+
+// inputFlat is input "x" on the session's surface as one slice, for pack
+// to encode into (then runRead is called with in nil), or nil when its
+// rows do not lie end to end there.
+func (d *dispatcher) inputFlat() []uint16 {
+	h, err := d.sess.InputRows("x")
+	if err != nil {
+		return nil
+	}
+	flat, ok := h.Flat()
+	if !ok {
+		return nil
+	}
+	return flat
 }
 
 // outputRows is the single output's fp16 rows on the session's surface

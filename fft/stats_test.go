@@ -56,3 +56,21 @@ func TestStatsForward65536(t *testing.T) {
 	require.Equal(t, 2, io.Dispatches)
 	require.Equal(t, int64(2*8*n), io.BytesIn+io.BytesOut, "host bytes: 8n per call")
 }
+
+// TestInPlaceInputSilentSignal: an FP16 program's input is encoded on the
+// device's surface, which keeps the last call's values; a signal that is
+// all zeros in the next call transforms to zeros, and the others as
+// before, bit for bit.
+func TestInPlaceInputSilentSignal(t *testing.T) {
+	const n = 4096
+	p, err := NewPlan(n, &Settings{Device: openDevice(t, "sim")})
+	require.NoError(t, err)
+	defer p.Close()
+	a, b := signals[0].gen(n, newRNG(1, n)), signals[0].gen(n, newRNG(2, n))
+	first, err := p.ForwardMany([][]complex128{a, b})
+	require.NoError(t, err)
+	second, err := p.ForwardMany([][]complex128{a, make([]complex128, n)})
+	require.NoError(t, err)
+	require.Equal(t, first[0], second[0])
+	require.Equal(t, make([]complex128, n), second[1])
+}

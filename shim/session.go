@@ -420,6 +420,17 @@ func (h HalfRows) Row(r int) []uint16 {
 	return h.surf[o : o+h.RowLen : o+h.RowLen]
 }
 
+// Flat returns the whole tensor as one slice, logical element i at [i],
+// when its rows lie end to end on the surface (no padding between them),
+// or ok false.
+func (h HalfRows) Flat() (flat []uint16, ok bool) {
+	if h.Rows > 1 && h.stride != h.RowLen {
+		return nil, false
+	}
+	n := h.Rows * h.RowLen
+	return h.surf[h.off : h.off+n : h.off+n], true
+}
+
 // InputRows returns input name's rows on the device's surface, for the
 // caller to write fp16 encodings into (every element, padding untouched),
 // and counts them as written (BytesIn), as WriteHalf would.
