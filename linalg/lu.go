@@ -211,11 +211,11 @@ func outBound(k int) float64 { return engine.Headroom / math.Pow(1+0x1p-10, floa
 //
 //	U  = W·A             (W = L₁₁⁻¹·S: the pivot rows, solved by L₁₁)
 //	A' = A − L₂₁·U       (L₂₁ zero on the rows already eliminated)
-//	P  = (A'·C)ᵀ         (C selects the next panel's columns)
 //	m  = max|A'|
 //
 // and A' becomes the next dispatch's A (Session.Carry). The host reads U
-// (b×n), P (b×n) and m: O(n·b) a step, O(n²) in all.
+// (b×n), the next panel's b columns of A' on the device's surface, and m:
+// O(n·b) a step, O(n²) in all.
 //
 // Range, by construction: before each dispatch the host bounds every
 // product output by m·g, g = max(1 + max_i Σ_t |l_it|·w_t, max_t w_t) with
@@ -342,7 +342,7 @@ func (f *Factorization) factorFP16(fn string) error {
 			mx = math.Ldexp(mx, e-2)
 			st.Rescales++
 		}
-		if err := prog.writeOps(fn, inv, panel, rows, bw, m, c, nbw); err != nil {
+		if err := prog.writeOps(fn, inv, panel, rows, bw, m, c); err != nil {
 			return err
 		}
 		d, err := prog.run(fn)

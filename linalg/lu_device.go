@@ -2,7 +2,6 @@ package linalg
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -17,8 +16,11 @@ import (
 // luProgram is the trailing-update program of the device-resident
 // factorization (see factorFP16) for one (n, b), and its session: the
 // n×n matrix "a" is carried from output "an" after every dispatch. The
-// step's operands arrive in one b-row-stacked input "ops" = [W; L₂₁ᵀ; Cᵀ]
-// (3b×n: every row n long, so the packed input surface wastes nothing).
+// step's operands arrive in one b-row-stacked input "ops" = [W; L₂₁ᵀ]
+// (2b×n: every row n long, so the packed input surface wastes nothing).
+// The next panel is read from "an" on its surface (b columns of the
+// active rows): gathering it on the device, as a product with a column
+// selection, would cost as many flops as either product of the update.
 type luProgram struct {
 	cfg  *config
 	n, b int
@@ -31,15 +33,13 @@ type luProgram struct {
 func luGraph(n, b int) *dataflow.Graph {
 	g := dataflow.New()
 	a := g.Input("a", dataflow.Shape{n, n})
-	ops := g.Input("ops", dataflow.Shape{3 * b, n})
+	ops := g.Input("ops", dataflow.Shape{2 * b, n})
 	w := g.Slice(ops, []int{0, 0}, []int{b, n})
 	lt := g.Slice(ops, []int{b, 0}, []int{b, n})
-	ct := g.Slice(ops, []int{2 * b, 0}, []int{b, n})
 	u := g.MatMul(w, a, false, false)                         // [b, n]: W·A
 	an := g.Sub(a, g.MatMul(lt, u, true, false))              // [n, n]: A − L₂₁·U
 	g.Output("an", an)                                        //
 	g.Output("u", u)                                          //
-	g.Output("p", g.MatMul(ct, an, false, true))              // [b, n]: (A'·C)ᵀ
 	g.Output("mx", g.ReduceMax(g.Abs(an), []int{0, 1}, true)) // [1, 1]
 	return g
 }
@@ -140,19 +140,18 @@ func (p *luProgram) writeMatrix(fn string, b []float64, sigma int) error {
 // opsTile is the row tile of writeOps' and readStep's transposes.
 const opsTile = 32
 
-// writeOps encodes the step's operands [W; L₂₁ᵀ; Cᵀ] into the "ops"
+// writeOps encodes the step's operands [W; L₂₁ᵀ] into the "ops"
 // input in place: W = inv (L₁₁⁻¹, bw×bw, rounded to fp16) in the pivot
 // rows' columns rows[:bw], L₂₁ᵀ from the panel's rows bw…m−1 (rounded
-// multipliers, |l| ≤ 1) in their rows' columns, C selecting the nbw
-// columns after c+bw. Every value is an fp16 already, so encoding is
+// multipliers, |l| ≤ 1) in their rows' columns. Every value is an fp16 already, so encoding is
 // exact; only W can leave the range (pivot growth).
-func (p *luProgram) writeOps(fn string, inv, panel []float64, rows []int, bw, m, c, nbw int) error {
+func (p *luProgram) writeOps(fn string, inv, panel []float64, rows []int, bw, m, c int) error {
 	ops, err := p.ses.InputRows("ops")
 	if err != nil {
 		return wrapDevice(fn, err)
 	}
 	b := p.b
-	for r := range 3 * b {
+	for r := range 2 * b {
 		clear(ops.Row(r))
 	}
 	for t := range bw {
@@ -179,10 +178,6 @@ func (p *luProgram) writeOps(fn string, inv, panel []float64, rows []int, bw, m,
 			}
 		}
 	}
-	one := uint16(fp16.FromFloat64(1))
-	for t := range nbw {
-		ops.Row(2*b + t)[c+bw+t] = one
-	}
 	return nil
 }
 
@@ -200,7 +195,7 @@ func (p *luProgram) readStep(fn string, lu, panel []float64, act []int, bw, c, n
 	if err != nil {
 		return 0, wrapDevice(fn, err)
 	}
-	pt, err := p.ses.OutputRows("p")
+	an, err := p.ses.OutputRowsPart("an", len(act)*nbw)
 	if err != nil {
 		return 0, wrapDevice(fn, err)
 	}
@@ -214,30 +209,15 @@ func (p *luProgram) readStep(fn string, lu, panel []float64, act []int, bw, c, n
 		}
 		fp16.DecodeScaled(lu[(c+t)*n+c+bw:(c+t+1)*n], row, exp)
 	}
-	for t := range nbw {
-		if fp16.Finite(pt.Row(t)) >= 0 {
-			return 0, overflow("next panel", t)
+	// The next panel: columns c+bw … c+bw+nbw−1 of the active rows, a run
+	// of each row of A'.
+	c2 := c + bw
+	for i, r := range act {
+		row := an.Row(r)[c2 : c2+nbw]
+		if fp16.Finite(row) >= 0 {
+			return 0, overflow("trailing matrix", r)
 		}
-	}
-	// fp16.DecodeTimes decodes and unscales without a branch, exactly for
-	// these exponents.
-	if exp < -900 || exp > 900 {
-		for i, r := range act {
-			for t := range nbw {
-				panel[i*nbw+t] = math.Ldexp(fp16.Bits(pt.Row(t)[r]).Float64(), exp)
-			}
-		}
-		return mxv[0], nil
-	}
-	f := fp16.DecodeScale(math.Ldexp(1, exp))
-	for i0 := 0; i0 < len(act); i0 += opsTile {
-		i1 := min(i0+opsTile, len(act))
-		for t := range nbw {
-			row := pt.Row(t)
-			for i := i0; i < i1; i++ {
-				panel[i*nbw+t] = fp16.DecodeTimes(row[act[i]], f)
-			}
-		}
+		fp16.DecodeScaled(panel[i*nbw:(i+1)*nbw], row, exp)
 	}
 	return mxv[0], nil
 }

@@ -452,6 +452,13 @@ func (s *Session) InputRows(name string) (HalfRows, error) {
 // surface, for the caller to read in place, and counts them as read
 // (BytesOut), as ReadHalf would.
 func (s *Session) OutputRows(name string) (HalfRows, error) {
+	return s.OutputRowsPart(name, -1)
+}
+
+// OutputRowsPart is OutputRows for a caller that reads only elems of the
+// tensor's elements in place (a block of its rows or columns), and counts
+// those as read; elems < 0 counts the whole tensor.
+func (s *Session) OutputRowsPart(name string, elems int) (HalfRows, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check("OutputRows"); err != nil {
@@ -466,7 +473,10 @@ func (s *Session) OutputRows(name string) (HalfRows, error) {
 	if !ok {
 		return HalfRows{}, fmt.Errorf("shim: Session.OutputRows: the program has no output or input %q: %w", name, ErrShape)
 	}
-	s.stats.BytesOut += 2 * int64(sp.Size())
+	if elems < 0 || elems > sp.Size() {
+		elems = sp.Size()
+	}
+	s.stats.BytesOut += 2 * int64(elems)
 	return halfRows(sp, surf[sp.Surface]), nil
 }
 
