@@ -122,6 +122,19 @@ func TestSessionChecks(t *testing.T) {
 	require.NoError(t, ses.ReadHalf("y", h))
 	require.Equal(t, []uint16{uint16(fp16.FromFloat64(2)), 0, 0, 0, 0, uint16(fp16.FromFloat64(-2))}, h)
 
+	// Reading part of an output in place counts that part.
+	before := ses.Stats().BytesOut
+	rows, err := ses.OutputRowsPart("y", 2)
+	require.NoError(t, err)
+	require.Equal(t, uint16(fp16.FromFloat64(2)), rows.Row(0)[0])
+	require.Equal(t, before+4, ses.Stats().BytesOut)
+	_, err = ses.OutputRows("y")
+	require.NoError(t, err)
+	require.Equal(t, before+4+12, ses.Stats().BytesOut)
+	require.Equal(t, [2]int{2, 3}, [2]int{rows.Rows, rows.RowLen})
+	_, ok := rows.Flat()
+	require.False(t, ok, "rows of 3 are padded on the surface, so they do not lie end to end")
+
 	require.ErrorIs(t, ses.Carry("y", "nope"), shim.ErrShape)
 	require.ErrorIs(t, ses.Carry("nope", "x"), shim.ErrShape)
 	require.NoError(t, ses.Close())
