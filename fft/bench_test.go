@@ -18,13 +18,23 @@ import (
 // engine time lower.Estimate models for an M1 and an M5. The simulator's
 // own time (ns/op) says nothing about the engine's.
 func benchForward(b *testing.B, n, batch int, mode precision.Mode) {
+	benchForwardOn(b, nil, n, batch, mode)
+}
+
+// benchForwardOn is benchForward on the simulator wrapped by wrap (none
+// when nil).
+func benchForwardOn(b *testing.B, wrap func(shim.Device) shim.Device, n, batch int, mode precision.Mode) {
 	dev, err := shim.Open("sim")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dev.Close()
+	run := dev
+	if wrap != nil {
+		run = wrap(dev)
+	}
 	t0 := time.Now()
-	p, err := NewPlan(n, &Settings{Device: dev, Precision: mode})
+	p, err := NewPlan(n, &Settings{Device: run, Precision: mode})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,35 +99,13 @@ func BenchmarkCompensatedForwardMany64x1024(b *testing.B) {
 	benchForward(b, 1024, 64, precision.Compensated)
 }
 
-// BenchmarkForwardHost65536 is the host's part of Forward65536 alone: the
-// device replays the program's recorded outputs for the repeated input
-// (shimtest.Replay), so no simulation runs between calls and evicts the
-// host's caches; host-ms is the same measurement as Forward65536's, warm.
-// Forward65536's host-ms, measured between simulator runs, is the figure
-// the README uses.
+// BenchmarkForwardHost65536 is Forward65536 with the device replaying the
+// program's recorded outputs for the repeated input (shimtest.Replay): no
+// simulation runs between calls and evicts the host's caches, so its
+// host-ms is the host's part warm. Forward65536's host-ms, measured
+// between simulator runs, is the figure the README uses.
 func BenchmarkForwardHost65536(b *testing.B) {
-	dev, err := shim.Open("sim")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
-	const n = 65536
-	p, err := NewPlan(n, &Settings{Device: shimtest.Replay(dev)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	xs := [][]complex128{signals[0].gen(n, newRNG(0, n))}
-	if _, err := p.ForwardMany(xs); err != nil {
-		b.Fatal(err)
-	}
-	first := p.Stats()
-	for b.Loop() {
-		if _, err := p.ForwardMany(xs); err != nil {
-			b.Fatal(err)
-		}
-	}
-	all := p.Stats()
-	b.ReportMetric((all.Host-first.Host).Seconds()*1e3/float64(all.Dispatches-first.Dispatches), "host-ms")
+	benchForwardOn(b, shimtest.Replay, 65536, 1, precision.FP16)
 }
 
 // The float64 baselines: gonum's FFT (dsp/fourier, FFTPACK's mixed radix)
