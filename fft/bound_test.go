@@ -234,4 +234,14 @@ func TestBins1DMatchesDefiningSum(t *testing.T) {
 			}
 		}
 	}
+	// Parts of odd lengths from odd starts add up to the whole.
+	for _, k := range []int{1, 341, 12345} {
+		ex0, a0, b0 := l.bins1DFrom(x[:12345], 0, k)
+		ex1, a1, b1 := l.bins1DFrom(x[12345:], 12345, k)
+		require.InDelta(t, ex, ex0+ex1, 1e-12*ex)
+		for i, kk := range [2]int{k, n - k} {
+			got := [2]complex128{a0 + a1, b0 + b1}[i]
+			require.InDelta(t, 0, cmplx.Abs(got-l.bin(x, kk, 1, 1)), 1e-11*math.Sqrt(float64(n)*ex), "parts, bin %d", kk)
+		}
+	}
 }

@@ -339,15 +339,40 @@ const checkFactor = 0.25
 // normal float64 where 2^e itself is not. The messages give unscaled
 // values.
 func (l *layout) check(x, y []complex128, e int) error {
-	return l.checkEnergy(x, y, e, math.NaN())
+	return l.verify(y, e, math.NaN(), l.sums(x, e))
 }
 
-// checkEnergy is check given Σ|y|² as sumY2, when the caller summed it on
-// the way (it must then be far inside float64's range; NaN: check sums
-// it, scaled).
-func (l *layout) checkEnergy(x, y []complex128, e int, sumY2 float64) error {
-	f1, f2 := math.Ldexp(1, e/2), math.Ldexp(1, e-e/2)
+// checkSums is what check needs of the input: Σ|x·2^e|² and the two bins
+// checkBins of the transform of x·2^e, in float64.
+type checkSums struct {
+	ex   float64
+	want [2]complex128
+}
+
+// sums computes check's sums of x, which may then be overwritten
+// (a transform in place).
+func (l *layout) sums(x []complex128, e int) (r checkSums) {
 	ks := l.checkBins()
+	if len(l.dims) == 1 {
+		r.ex, r.want = l.bins1D(x, ks[0], e)
+		return r
+	}
+	f1, f2 := math.Ldexp(1, e/2), math.Ldexp(1, e-e/2)
+	for _, v := range x {
+		xr, xi := real(v)*f1*f2, imag(v)*f1*f2
+		r.ex += xr*xr + xi*xi
+	}
+	for i, k := range ks {
+		r.want[i] = l.bin(x, k, f1, f2)
+	}
+	return r
+}
+
+// verify is check of the device's y against ref, given Σ|y|² as sumY2
+// when the caller summed it on the way (it must then be far inside
+// float64's range; NaN: verify sums it, scaled).
+func (l *layout) verify(y []complex128, e int, sumY2 float64, ref checkSums) error {
+	f1, f2 := math.Ldexp(1, e/2), math.Ldexp(1, e-e/2)
 	ey := sumY2 * f1 * f1 * f2 * f2
 	if sumY2 != sumY2 {
 		ey = 0
@@ -356,19 +381,7 @@ func (l *layout) checkEnergy(x, y []complex128, e int, sumY2 float64) error {
 			ey += yr*yr + yi*yi
 		}
 	}
-	var ex float64
-	var want [2]complex128
-	if len(l.dims) == 1 {
-		ex, want = l.bins1D(x, ks[0], e)
-	} else {
-		for _, v := range x {
-			xr, xi := real(v)*f1*f2, imag(v)*f1*f2
-			ex += xr*xr + xi*xi
-		}
-		for i, k := range ks {
-			want[i] = l.bin(x, k, f1, f2)
-		}
-	}
+	ex, want := ref.ex, ref.want
 	if ex == 0 {
 		return nil
 	}
@@ -378,7 +391,7 @@ func (l *layout) checkEnergy(x, y []complex128, e int, sumY2 float64) error {
 	}
 	// The RMS bin magnitude is √(Σ|X|²/n) = √(Σ|x|²).
 	rms := math.Sqrt(ex)
-	for i, k := range ks {
+	for i, k := range l.checkBins() {
 		got := complex(real(y[k])*f1*f2, imag(y[k])*f1*f2)
 		if d := cmplxAbs(got - want[i]); !(d <= checkFactor*rms) {
 			return fmt.Errorf("bin %d is %v, the host's float64 sum gives %v (difference %.3g of the RMS bin): %w",
@@ -451,20 +464,40 @@ const binsPart = 1 << 14
 func (l *layout) bins1DFrom(x []complex128, j0, k int) (ex float64, s0, s1 complex128) {
 	w, n := l.roots[0], l.dims[0]
 	k %= n
+	// Two elements a step: the roots of the even ones advance by ω^(2k),
+	// each odd one's is its even neighbour's times ω^k, so the product
+	// chain that bounds the loop's speed is half as long.
 	sr, si := real(w[k]), imag(w[k])
+	s2 := w[2*k%n]
+	s2r, s2i := real(s2), imag(s2)
 	var wr, wi, arwr, biwi, aiwi, brwr float64
-	for j, v := range x {
+	j := 0
+	for ; j+1 < len(x); j += 2 {
 		if j%rootResync == 0 {
 			r := w[(j0+j)%n*k%n]
 			wr, wi = real(r), imag(r)
 		}
-		a, b := real(v), imag(v)
+		vr, vi := wr*sr-wi*si, wr*si+wi*sr // the odd element's root
+		a, b := real(x[j]), imag(x[j])
+		c, d := real(x[j+1]), imag(x[j+1])
+		ex += a*a + b*b + c*c + d*d
+		arwr += a*wr + c*vr
+		biwi += b*wi + d*vi
+		aiwi += a*wi + c*vi
+		brwr += b*wr + d*vr
+		wr, wi = wr*s2r-wi*s2i, wr*s2i+wi*s2r
+	}
+	if j < len(x) { // an odd length's last element
+		if j%rootResync == 0 {
+			r := w[(j0+j)%n*k%n]
+			wr, wi = real(r), imag(r)
+		}
+		a, b := real(x[j]), imag(x[j])
 		ex += a*a + b*b
 		arwr += a * wr
 		biwi += b * wi
 		aiwi += a * wi
 		brwr += b * wr
-		wr, wi = wr*sr-wi*si, wr*si+wi*sr
 	}
 	return ex, complex(arwr-biwi, aiwi+brwr), complex(arwr+biwi, brwr-aiwi)
 }

@@ -186,7 +186,7 @@ func (p *Plan) Device() shim.Device { return p.dev }
 // ErrRange; a device result that fails the host's check is ErrDevice. x is
 // not modified.
 func (p *Plan) Forward(x []complex128) ([]complex128, error) {
-	ys, err := p.transform("Plan.Forward", [][]complex128{x}, false, nil)
+	ys, err := p.transform("Plan.Forward", [][]complex128{x}, nil, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -196,11 +196,39 @@ func (p *Plan) Forward(x []complex128) ([]complex128, error) {
 // Inverse returns the inverse DFT x_j = (1/n)·Σ_k X_k·exp(+2πi·jk/n), so
 // that Inverse(Forward(x)) ≈ x, with one dispatch. Errors as Forward.
 func (p *Plan) Inverse(y []complex128) ([]complex128, error) {
-	xs, err := p.transform("Plan.Inverse", [][]complex128{y}, true, nil)
+	xs, err := p.transform("Plan.Inverse", [][]complex128{y}, nil, true, nil)
 	if err != nil {
 		return nil, err
 	}
 	return xs[0], nil
+}
+
+// ForwardTo is Forward writing the transform into dst, which it returns, as
+// gonum's fourier.CmplxFFT.Coefficients does: a caller that transforms
+// again and again allocates nothing for the result. dst may be x (a
+// transform in place); a nil dst is allocated; a dst of another length
+// than Len is ErrShape. On an error dst's contents are unspecified.
+func (p *Plan) ForwardTo(dst, x []complex128) ([]complex128, error) {
+	return p.transformTo("Plan.ForwardTo", dst, x, false)
+}
+
+// InverseTo is Inverse writing into dst, as ForwardTo.
+func (p *Plan) InverseTo(dst, y []complex128) ([]complex128, error) {
+	return p.transformTo("Plan.InverseTo", dst, y, true)
+}
+
+func (p *Plan) transformTo(what string, dst, x []complex128, inverse bool) ([]complex128, error) {
+	if dst == nil {
+		dst = make([]complex128, p.n)
+	}
+	if len(dst) != p.n {
+		return nil, fmt.Errorf("fft: %s: dst has %d points, the plan transforms %d: %w", what, len(dst), p.n, ErrShape)
+	}
+	ys, err := p.transform(what, [][]complex128{x}, [][]complex128{dst}, inverse, nil)
+	if err != nil {
+		return nil, err
+	}
+	return ys[0], nil
 }
 
 // ForwardMany transforms len(xs) signals of length Len in one dispatch; the
@@ -208,18 +236,18 @@ func (p *Plan) Inverse(y []complex128) ([]complex128, error) {
 // scaled on its own). An empty xs or a signal of the wrong length is
 // ErrShape.
 func (p *Plan) ForwardMany(xs [][]complex128) ([][]complex128, error) {
-	return p.transform("Plan.ForwardMany", xs, false, nil)
+	return p.transform("Plan.ForwardMany", xs, nil, false, nil)
 }
 
 // InverseMany is the inverse of ForwardMany, in one dispatch.
 func (p *Plan) InverseMany(ys [][]complex128) ([][]complex128, error) {
-	return p.transform("Plan.InverseMany", ys, true, nil)
+	return p.transform("Plan.InverseMany", ys, nil, true, nil)
 }
 
-// transform runs xs through the plan's program for their batch; what the
-// call cost is added to the plan's Stats and, if call is not nil, stored
-// in *call.
-func (p *Plan) transform(what string, xs [][]complex128, inverse bool, call *Stats) ([][]complex128, error) {
+// transform runs xs through the plan's program for their batch, into
+// into's slices when into is not nil; what the call cost is added to the
+// plan's Stats and, if call is not nil, stored in *call.
+func (p *Plan) transform(what string, xs, into [][]complex128, inverse bool, call *Stats) ([][]complex128, error) {
 	start := time.Now()
 	var st Stats
 	var dev time.Duration
@@ -252,7 +280,7 @@ func (p *Plan) transform(what string, xs [][]complex128, inverse bool, call *Sta
 			in[i] = conj(x)
 		}
 	}
-	ys, err := pr.run(what, in, &st, &dev)
+	ys, err := pr.run(what, in, into, &st, &dev)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +387,7 @@ func Forward(x []complex128, s *Settings) ([]complex128, error) {
 		return nil, err
 	}
 	defer release()
-	ys, err := p.transform("Forward", [][]complex128{x}, false, callStats(s))
+	ys, err := p.transform("Forward", [][]complex128{x}, nil, false, callStats(s))
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +414,7 @@ func Inverse(y []complex128, s *Settings) ([]complex128, error) {
 		return nil, err
 	}
 	defer release()
-	xs, err := p.transform("Inverse", [][]complex128{y}, true, callStats(s))
+	xs, err := p.transform("Inverse", [][]complex128{y}, nil, true, callStats(s))
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +483,7 @@ func Forward2D(x []complex128, rows, cols int, s *Settings) ([]complex128, error
 		return nil, err
 	}
 	defer release()
-	ys, err := p.transform("Forward2D", [][]complex128{x}, false, callStats(s))
+	ys, err := p.transform("Forward2D", [][]complex128{x}, nil, false, callStats(s))
 	if err != nil {
 		return nil, err
 	}
@@ -469,7 +497,7 @@ func Inverse2D(y []complex128, rows, cols int, s *Settings) ([]complex128, error
 		return nil, err
 	}
 	defer release()
-	xs, err := p.transform("Inverse2D", [][]complex128{y}, true, callStats(s))
+	xs, err := p.transform("Inverse2D", [][]complex128{y}, nil, true, callStats(s))
 	if err != nil {
 		return nil, err
 	}

@@ -233,7 +233,9 @@ func flushSubnormals(h []uint16) {
 
 // run transforms the signals xs (each of length lay.total) in one
 // dispatch, adding it to st and the device's time to *dev.
-func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Duration) ([][]complex128, error) {
+// Each result goes into into[b] when into is not nil (it may be xs[b]: a
+// transform in place).
+func (p *program) run(what string, xs, into [][]complex128, st *Stats, dev *time.Duration) ([][]complex128, error) {
 	p.disp.mu.Lock()
 	// An FP16 program's input is encoded straight into the device's
 	// surface where its rows lie end to end there.
@@ -249,6 +251,14 @@ func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Durat
 	if dst != nil && len(dst) == len(buf) && &dst[0] == &buf[0] {
 		buf = nil // written in place
 	}
+	// The check's sums of each input, taken while it is in the cache and
+	// before a result in place overwrites it.
+	refs := make([]checkSums, len(xs))
+	for b, x := range xs {
+		if live[b] {
+			refs[b] = p.lay.sums(x, exps[b])
+		}
+	}
 	// An FP16 program's one output is decoded straight from the device's
 	// surface into the result (no float32 copy); any other is read first.
 	half := p.comp == nil
@@ -260,14 +270,14 @@ func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Durat
 		var rows shim.HalfRows
 		var ok bool
 		if rows, ok, err = p.disp.outputRows(p.lay.total / p.lay.stages[len(p.lay.stages)-1].f); err == nil && ok {
-			ys, energy, err = p.unpackHalf(rows, exps, live)
+			ys, energy, err = p.unpackHalf(rows, into, exps, live)
 		} else if err == nil {
 			err = p.disp.readAll()
 			half = false
 		}
 	}
 	if err == nil && !half {
-		ys = p.unpack(p.disp.outs, exps, live)
+		ys = p.unpack(p.disp.outs, into, exps, live)
 	}
 	p.disp.mu.Unlock()
 	if err != nil {
@@ -281,7 +291,7 @@ func (p *program) run(what string, xs [][]complex128, st *Stats, dev *time.Durat
 		if energy != nil {
 			ey = energy[b]
 		}
-		if err := p.lay.checkEnergy(xs[b], y, exps[b], ey); err != nil {
+		if err := p.lay.verify(y, exps[b], ey, refs[b]); err != nil {
 			return nil, fmt.Errorf("fft: %s: signal %d: %w", what, b, err)
 		}
 	}
@@ -368,7 +378,7 @@ func (p *program) pack(what string, xs [][]complex128, dst []uint16) (buf []uint
 	return buf, exps, live, nil
 }
 
-// eachOutput allocates the batch's results and calls piece for every live
+// eachOutput allocates the batch's results (or takes into's) and calls piece for every live
 // signal b and last-stage digit k_m: y is signal b's result, sc the
 // exponent that undoes its scaling, nats the natural positions of the
 // device's outputs re0 … re0+len(nats)−1 (real parts) and im0 … (imaginary
@@ -377,15 +387,22 @@ func (p *program) pack(what string, xs [][]complex128, dst []uint16) (buf []uint
 // core (part is the core's index): the digits k_m interleave in y, so
 // splitting by digit would make the cores share cache lines, while a
 // range of k_1 … k_(m−1) is a block of y.
-func (p *program) eachOutput(exps []int, live []bool, piece func(part int, y []complex128, b, km, sc, re0, im0 int, nats []int) error) ([][]complex128, error) {
+func (p *program) eachOutput(into [][]complex128, exps []int, live []bool, piece func(part int, y []complex128, b, km, sc, re0, im0 int, nats []int) error) ([][]complex128, error) {
 	l := p.lay
 	B, sm := l.batch, l.stages[len(l.stages)-1]
 	r := l.total / sm.f
 	res := make([][]complex128, B)
 	errs := make([]error, parts(r, l.total))
 	for b := range B {
-		res[b] = make([]complex128, l.total)
+		if into != nil {
+			res[b] = into[b]
+		} else {
+			res[b] = make([]complex128, l.total)
+		}
 		if !live[b] {
+			if into != nil {
+				clear(res[b])
+			}
 			continue
 		}
 		parallel.Ranges(r, len(errs), func(part, lo, hi int) {
@@ -411,8 +428,8 @@ func parts(rows, n int) int { return parallel.Parts(rows, n, binsPart) }
 // unpack reads the device's outputs, as float32, into natural order and
 // undoes the scaling; Compensated outputs are pieces, added smallest
 // first in float64.
-func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex128 {
-	res, _ := p.eachOutput(exps, live, func(_ int, y []complex128, _, _, sc, re0, im0 int, nats []int) error {
+func (p *program) unpack(outs [][]float32, into [][]complex128, exps []int, live []bool) [][]complex128 {
+	res, _ := p.eachOutput(into, exps, live, func(_ int, y []complex128, _, _, sc, re0, im0 int, nats []int) error {
 		r := len(nats)
 		if p.comp == nil {
 			ore, oim := outs[0][re0:re0+r], outs[0][im0:im0+r]
@@ -450,12 +467,12 @@ func (p *program) unpack(outs [][]float32, exps []int, live []bool) [][]complex1
 // Σ|y|² of signal b's result, summed on the way for the host's check,
 // where its squares are safely inside float64's range (NaN elsewhere:
 // the check sums them itself).
-func (p *program) unpackHalf(rows shim.HalfRows, exps []int, live []bool) (ys [][]complex128, energy []float64, err error) {
+func (p *program) unpackHalf(rows shim.HalfRows, into [][]complex128, exps []int, live []bool) (ys [][]complex128, energy []float64, err error) {
 	sums := make([][]float64, parts(p.lay.total/p.lay.stages[len(p.lay.stages)-1].f, p.lay.total))
 	for k := range sums {
 		sums[k] = make([]float64, len(exps))
 	}
-	ys, err = p.eachOutput(exps, live, func(part int, y []complex128, b, km, sc, re0, im0 int, nats []int) error {
+	ys, err = p.eachOutput(into, exps, live, func(part int, y []complex128, b, km, sc, re0, im0 int, nats []int) error {
 		r := len(nats)
 		ore, oim := chunk(rows, re0, r), chunk(rows, im0, r)
 		if fp16.Finite(ore) >= 0 || fp16.Finite(oim) >= 0 {

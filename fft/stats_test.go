@@ -1,6 +1,7 @@
 package fft
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,4 +74,35 @@ func TestInPlaceInputSilentSignal(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, first[0], second[0])
 	require.Equal(t, make([]complex128, n), second[1])
+}
+
+// TestForwardTo: ForwardTo and InverseTo give Forward's and Inverse's
+// results bit for bit, into the caller's slice or in place, in both
+// modes; a dst of the wrong length is ErrShape.
+func TestForwardTo(t *testing.T) {
+	const n = 4096
+	for _, mode := range modes {
+		p, err := NewPlan(n, &Settings{Device: openDevice(t, "sim"), Precision: mode})
+		require.NoError(t, err)
+		x := signals[0].gen(n, newRNG(3, n))
+		want, err := p.Forward(x)
+		require.NoError(t, err)
+		dst := make([]complex128, n)
+		got, err := p.ForwardTo(dst, x)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%v", mode)
+		require.Same(t, &dst[0], &got[0], "the result is dst")
+		inPlace := slices.Clone(x)
+		got, err = p.ForwardTo(inPlace, inPlace)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%v in place", mode)
+		back, err := p.Inverse(want)
+		require.NoError(t, err)
+		got, err = p.InverseTo(nil, want)
+		require.NoError(t, err)
+		require.Equal(t, back, got, "%v inverse", mode)
+		_, err = p.ForwardTo(make([]complex128, n-1), x)
+		require.ErrorIs(t, err, ErrShape)
+		require.NoError(t, p.Close())
+	}
 }
