@@ -97,10 +97,18 @@ func fp16Graph(lay *layout, sign int, limit int) *dataflow.Graph {
 	if lay.split() {
 		copies = splitCopies
 	}
-	x := g.Input("x", rowShape(copies*size, limit))
 	st := lay.stages
 	h0, w0 := spatial(st[0].p*st[0].q, limit)
-	cur := g.Reshape(x, dataflow.Shape{1, copies * 2 * st[0].f, h0, w0})
+	// The input and output are declared in the convs' own shapes where
+	// their rows are long and aligned on every target (each reshape is a
+	// pass over the data on the engine); elsewhere as rows (rowShape).
+	in0 := dataflow.Shape{1, copies * 2 * st[0].f, h0, w0}
+	var cur dataflow.Value
+	if longRows(w0) {
+		cur = g.Input("x", in0)
+	} else {
+		cur = g.Reshape(g.Input("x", rowShape(copies*size, limit)), in0)
+	}
 	for i, s := range st {
 		c := 2 * s.f
 		var wt dataflow.Value
@@ -116,7 +124,11 @@ func fp16Graph(lay *layout, sign int, limit int) *dataflow.Graph {
 		y := g.Conv2D(cur, wt, dataflow.Conv2DOptions{})
 		copies = 1
 		if i == len(st)-1 {
-			g.Output("y", g.Reshape(y, rowShape(size, limit)))
+			if sh := y.Shape(); longRows(sh[len(sh)-1]) {
+				g.Output("y", y)
+			} else {
+				g.Output("y", g.Reshape(y, rowShape(size, limit)))
+			}
 			break
 		}
 		if s.twiddled() {
@@ -137,6 +149,10 @@ func fp16Graph(lay *layout, sign int, limit int) *dataflow.Graph {
 	}
 	return g
 }
+
+// longRows reports whether rows of w elements are long and aligned on
+// every target (engine.Target's MinRow and RowAlign are at most 64).
+func longRows(w int) bool { return w >= 64 && w%64 == 0 }
 
 // nextStage moves the next stage's index digit from the front of Q onto the
 // channels and the finished frequency digit to the back of P:
