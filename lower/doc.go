@@ -19,7 +19,9 @@
 //     through M4, 128 on M5). On every hardware target and the simulator's
 //     the program binds one input and one output surface: the logical
 //     inputs are bands of its rows, sliced apart at channel offsets (never
-//     width offsets), and the outputs are stacked by binary concats.
+//     width offsets), and the outputs are stacked by binary concats, in
+//     the tree that copies the fewest elements (a large output joins the
+//     others once).
 //     Program.PackInputs and UnpackOutputs, and the devices, do the
 //     packing; callers see logical tensors only.
 //

@@ -311,32 +311,85 @@ func (e *emitter) emitOutputs(g *dataflow.Graph, prog *Program) {
 
 // concatTree concatenates vals (of the given shapes) along axis with
 // binary concats only — the engine's compiler takes exactly two inputs on
-// some routes — and names the result out.
+// some routes — and names the result out. Every concat copies all it
+// joins, so the tree is the one, among those keeping vals' order, that
+// copies the fewest elements (concatSplits): a large output joins the
+// rest once, not once per level of a balanced tree.
 func (e *emitter) concatTree(vals []string, shapes [][]int, axis int, out string) string {
-	if len(vals) == 1 {
-		return vals[0]
+	size := make([]int, len(shapes))
+	for i, s := range shapes {
+		size[i] = 1
+		for _, d := range s {
+			size[i] *= d
+		}
 	}
-	mid := (len(vals) + 1) / 2
-	var left, right string
-	if mid == 1 {
-		left = vals[0]
-	} else {
-		left = e.concatTree(vals[:mid], shapes[:mid], axis, e.fresh(out+"_l"))
+	return e.concatRange(vals, shapes, axis, out, concatSplits(size), 0, len(vals))
+}
+
+// concatRange emits the tree of vals[i:j] that split chose.
+func (e *emitter) concatRange(vals []string, shapes [][]int, axis int, out string, split [][]int, i, j int) string {
+	if j-i == 1 {
+		return vals[i]
 	}
-	if len(vals)-mid == 1 {
-		right = vals[mid]
-	} else {
-		right = e.concatTree(vals[mid:], shapes[mid:], axis, e.fresh(out+"_r"))
+	m := split[i][j]
+	left, right := vals[i], vals[m]
+	if m-i > 1 {
+		left = e.concatRange(vals, shapes, axis, e.fresh(out+"_l"), split, i, m)
 	}
-	shape := append([]int{}, shapes[0]...)
+	if j-m > 1 {
+		right = e.concatRange(vals, shapes, axis, e.fresh(out+"_r"), split, m, j)
+	}
+	shape := append([]int{}, shapes[i]...)
 	shape[axis] = 0
-	for _, s := range shapes {
+	for _, s := range shapes[i:j] {
 		shape[axis] += s[axis]
 	}
 	return e.op(mil.TensorType("fp16", shape...), out, "concat",
 		arg("axis", ref(e.constant(out+"_axis", mil.Int32(axis)))),
 		arg("interleave", ref(e.constant(out+"_interleave", mil.Bool(false)))),
 		arg("values", &mil.Tuple{Elems: []mil.Expr{ref(left), ref(right)}}))
+}
+
+// concatSplits is the binary tree over leaves of the given sizes, in
+// order, whose concats copy the fewest elements (each concat copies the
+// sum of its leaves): split[i][j] is where the concat of leaves i…j−1
+// divides them. Interval dynamic programming, O(k³) for k leaves (a
+// program has a handful of outputs); ties go to the middle-most split.
+func concatSplits(size []int) [][]int {
+	k := len(size)
+	pre := make([]int, k+1)
+	for i, s := range size {
+		pre[i+1] = pre[i] + s
+	}
+	cost := make([][]int, k+1)
+	split := make([][]int, k+1)
+	for i := range cost {
+		cost[i] = make([]int, k+1)
+		split[i] = make([]int, k+1)
+	}
+	for w := 2; w <= k; w++ {
+		for i := 0; i+w <= k; i++ {
+			j := i + w
+			best, at := -1, 0
+			for m := i + 1; m < j; m++ {
+				c := cost[i][m] + cost[m][j]
+				mid := (i + j + 1) / 2
+				if best < 0 || c < best || (c == best && abs(m-mid) < abs(at-mid)) {
+					best, at = c, m
+				}
+			}
+			cost[i][j] = best + pre[j] - pre[i]
+			split[i][j] = at
+		}
+	}
+	return split
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // ints converts to the int slice of an int32 literal.
