@@ -54,8 +54,9 @@ type Factorization struct {
 //     column scaling, see equilibrateIter), exactly.
 //  2. Right-looking blocked LU with partial pivoting in panels of b
 //     columns (b from 16 to 256 with n, Settings.Block overrides). The
-//     host factors each n×b panel in float64 (LAPACK's dgetrf, O(n·b²))
-//     and forms the multipliers; the device updates the trailing matrix,
+//     host factors each n×b panel (O(n·b²): in float32, recursively, for
+//     the FP16 factors, see panelLU32; in float64, LAPACK's dgetrf, for
+//     the compensated ones) and forms the multipliers; the device updates the trailing matrix,
 //     A₂₂ −= L₂₁·U₁₂, in one program compiled once per (n, b). By
 //     default (and with Precision FP16) the whole n×n matrix stays
 //     resident on the device in fp16 for the whole factorization; with
@@ -185,13 +186,34 @@ func panelLU(p []float64, m, bw int, act []int, st *Stats) (rows []int, ok bool)
 	return rows, ok
 }
 
+// panelLU32 is panelLU in float32 (getrf32), for the FP16
+// factorization: its panels hold fp16 values from the device (the first,
+// B rounded to float32, finer than the device's copy), and its factors
+// are a preconditioner accurate to fp16's 2⁻¹¹, which float32's rounding
+// (2⁻²⁴, times the growth of b columns) does not disturb; float32 runs
+// the products that hold nearly all of the panel's flops at about twice
+// float64's speed. The multipliers are rounded to fp16 afterwards, as the
+// device uses them.
+func panelLU32(p []float32, m, bw int, act []int, st *Stats) (rows []int, ok bool) {
+	ipiv := make([]int, bw)
+	ok = getrf32(m, bw, p, bw, ipiv)
+	st.HostFlops += int64(2*m*bw*bw - 2*bw*bw*bw/3)
+	rows = append([]int(nil), act...)
+	for i, q := range ipiv {
+		rows[i], rows[q] = rows[q], rows[i]
+	}
+	return rows, ok
+}
+
 // unitLowerInverse returns L₁₁⁻¹ for the unit lower triangle of the bw×bw
 // top of p (row stride bw): LAPACK's dtrtri, on a copy whose upper
 // triangle is zeroed.
-func unitLowerInverse(p []float64, bw int) []float64 {
+func unitLowerInverse[T float32 | float64](p []T, bw int) []float64 {
 	inv := make([]float64, bw*bw)
 	for i := range bw {
-		copy(inv[i*bw:i*bw+i], p[i*bw:i*bw+i])
+		for j, v := range p[i*bw : i*bw+i] {
+			inv[i*bw+j] = float64(v)
+		}
 		inv[i*bw+i] = 1
 	}
 	lapack64.Trtri(blas64.Triangular{Uplo: blas.Lower, Diag: blas.Unit, N: bw, Stride: bw, Data: inv})
@@ -251,12 +273,17 @@ func (f *Factorization) factorFP16(fn string) error {
 	for i := range act {
 		act[i] = i
 	}
-	// The first panel comes from B itself.
+	// The panel is in float32 (see panelLU32), in the units of the
+	// resident matrix, 2^pexp·B: the first comes from B itself (pexp = 0),
+	// the later ones from the device's fp16 surface (pexp = σ), exactly.
 	bw := min(b, n)
-	panel := make([]float64, n*bw) // row i of the panel: B[act[i]][c:c+bw]
+	panel := make([]float32, n*bw) // row i of the panel: B[act[i]][c:c+bw]·2^pexp
 	for i := range n {
-		copy(panel[i*bw:(i+1)*bw], f.b[i*n:i*n+bw])
+		for j, v := range f.b[i*n : i*n+bw] {
+			panel[i*bw+j] = float32(v)
+		}
 	}
+	pexp := 0
 	sigma := 0 // the device holds 2^sigma·A
 	mx := 0.0  // max |resident entry|, in device units
 	written := false
@@ -267,26 +294,33 @@ func (f *Factorization) factorFP16(fn string) error {
 	for c := 0; c < n; c += b {
 		bw = min(b, n-c)
 		m := len(act)
-		rows, ok := panelLU(panel[:m*bw], m, bw, act, st)
+		rows, ok := panelLU32(panel[:m*bw], m, bw, act, st)
 		if !ok {
 			return errZeroPivot
 		}
-		// Record the pivot rows: L₁₁ and U₁₁.
+		// Record the pivot rows: L₁₁ and U₁₁ (in B's units).
 		for t := range bw {
 			f.perm = append(f.perm, rows[t])
 			pr := panel[t*bw : (t+1)*bw]
-			copy(lbuf[rows[t]*n+c:rows[t]*n+c+t], pr[:t])
-			copy(f.lu[(c+t)*n+c+t:(c+t)*n+c+bw], pr[t:])
+			l := lbuf[rows[t]*n+c : rows[t]*n+c+t]
+			for s, v := range pr[:t] {
+				l[s] = float64(v)
+			}
+			u := f.lu[(c+t)*n+c+t : (c+t)*n+c+bw]
+			for s, v := range pr[t:] {
+				u[s] = math.Ldexp(float64(v), -pexp)
+			}
 		}
 		// Multipliers of the other rows, rounded to fp16 as the device
 		// will use them (in the panel too, which the step's operands are
 		// taken from).
 		for i := bw; i < m; i++ {
 			row := panel[i*bw : (i+1)*bw]
+			l := lbuf[rows[i]*n+c : rows[i]*n+c+bw]
 			for t, v := range row {
-				row[t] = fp16.Round64(v)
+				r := fp16.Round64(float64(v)) // exact in float32
+				row[t], l[t] = float32(r), r
 			}
-			copy(lbuf[rows[i]*n+c:rows[i]*n+c+bw], row)
 		}
 		st.HostFlops += int64((m - bw) * bw)
 		// The rows left, in ascending order: the next panel is gathered
@@ -314,7 +348,7 @@ func (f *Factorization) factorFP16(fn string) error {
 		for i := bw; i < m; i++ {
 			s := 0.0
 			for t, v := range panel[i*bw : (i+1)*bw] {
-				s += math.Abs(v) * wsum[t]
+				s += math.Abs(float64(v)) * wsum[t]
 			}
 			lsum = math.Max(lsum, s)
 		}
@@ -353,6 +387,7 @@ func (f *Factorization) factorFP16(fn string) error {
 		if mx, err = prog.readStep(fn, f.lu, panel, act, bw, c, nbw, -sigma); err != nil {
 			return err
 		}
+		pexp = sigma
 	}
 	f.assemble(lbuf)
 	f.mode = precision.FP16

@@ -145,7 +145,7 @@ const opsTile = 32
 // rows' columns rows[:bw], L₂₁ᵀ from the panel's rows bw…m−1 (rounded
 // multipliers, |l| ≤ 1) in their rows' columns. Every value is an fp16 already, so encoding is
 // exact; only W can leave the range (pivot growth).
-func (p *luProgram) writeOps(fn string, inv, panel []float64, rows []int, bw, m, c int) error {
+func (p *luProgram) writeOps(fn string, inv []float64, panel []float32, rows []int, bw, m, c int) error {
 	ops, err := p.ses.InputRows("ops")
 	if err != nil {
 		return wrapDevice(fn, err)
@@ -170,7 +170,7 @@ func (p *luProgram) writeOps(fn string, inv, panel []float64, rows []int, bw, m,
 	tile := make([]uint16, opsTile*bw)
 	for i0 := bw; i0 < m; i0 += opsTile {
 		i1 := min(i0+opsTile, m)
-		fp16.EncodeScaled(tile[:(i1-i0)*bw], panel[i0*bw:i1*bw], 0)
+		fp16.EncodeScaled32(tile[:(i1-i0)*bw], panel[i0*bw:i1*bw], 0)
 		for t := range bw {
 			lt := ops.Row(b + t)
 			for i := i0; i < i1; i++ {
@@ -182,10 +182,11 @@ func (p *luProgram) writeOps(fn string, inv, panel []float64, rows []int, bw, m,
 }
 
 // readStep reads the dispatch's outputs: U's new columns into the packed
-// factors lu (rows c…c+bw−1, columns from c+bw), the next panel (nbw
-// columns, rows act) into panel, both scaled by 2^exp, and returns the
-// new max|A'| in device units. An fp16 overflow is ErrRange.
-func (p *luProgram) readStep(fn string, lu, panel []float64, act []int, bw, c, nbw, exp int) (float64, error) {
+// factors lu (rows c…c+bw−1, columns from c+bw) scaled by 2^exp, the
+// next panel (nbw columns, rows act) into panel in the device's units
+// (fp16 values, exact in float32), and returns the new max|A'| in device
+// units. An fp16 overflow is ErrRange.
+func (p *luProgram) readStep(fn string, lu []float64, panel []float32, act []int, bw, c, nbw, exp int) (float64, error) {
 	n := p.n
 	mxv := []float64{0}
 	if err := p.ses.Read64("mx", mxv, 0); err != nil {
@@ -202,22 +203,35 @@ func (p *luProgram) readStep(fn string, lu, panel []float64, act []int, bw, c, n
 	overflow := func(what string, t int) error {
 		return fmt.Errorf("linalg: %s: row %d of the step's %s overflowed fp16 on the device: %w", fn, t, what, ErrRange)
 	}
-	for t := range bw {
-		row := u.Row(t)[c+bw:]
-		if fp16.Finite(row) >= 0 {
-			return 0, overflow("U", t)
-		}
-		fp16.DecodeScaled(lu[(c+t)*n+c+bw:(c+t+1)*n], row, exp)
-	}
-	// The next panel: columns c+bw … c+bw+nbw−1 of the active rows, a run
-	// of each row of A'.
+	// Every core decodes a range of U's rows and of the next panel's
+	// (columns c+bw … c+bw+nbw−1 of the active rows, a run of each row of
+	// A'); the first overflow of each range is kept.
+	k := parts(bw+len(act), n)
+	bad := make([]error, k)
 	c2 := c + bw
-	for i, r := range act {
-		row := an.Row(r)[c2 : c2+nbw]
-		if fp16.Finite(row) >= 0 {
-			return 0, overflow("trailing matrix", r)
+	parallel.Ranges(bw+len(act), k, func(part, lo, hi int) {
+		for t := lo; t < min(hi, bw); t++ {
+			row := u.Row(t)[c+bw:]
+			if fp16.Finite(row) >= 0 {
+				bad[part] = overflow("U", t)
+				return
+			}
+			fp16.DecodeScaled(lu[(c+t)*n+c+bw:(c+t+1)*n], row, exp)
 		}
-		fp16.DecodeScaled(panel[i*nbw:(i+1)*nbw], row, exp)
+		for i := max(lo, bw) - bw; i < hi-bw; i++ {
+			r := act[i]
+			row := an.Row(r)[c2 : c2+nbw]
+			if fp16.Finite(row) >= 0 {
+				bad[part] = overflow("trailing matrix", r)
+				return
+			}
+			fp16.DecodeFloat32(panel[i*nbw:(i+1)*nbw], row)
+		}
+	})
+	for _, err := range bad {
+		if err != nil {
+			return 0, err
+		}
 	}
 	return mxv[0], nil
 }
