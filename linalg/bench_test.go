@@ -1,9 +1,11 @@
 package linalg
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
@@ -369,3 +371,46 @@ func BenchmarkGonumLUSolve512(b *testing.B)    { benchGonumLUSolve(b, 512) }
 func BenchmarkGonumLUSolve1024(b *testing.B)   { benchGonumLUSolve(b, 1024) }
 func BenchmarkGonumLUSolve2048(b *testing.B)   { benchGonumLUSolve(b, 2048) }
 func BenchmarkGonumLUSolve4096(b *testing.B)   { benchGonumLUSolve(b, 4096) }
+
+// benchPanels is the host's panel work of one FP16 factorization of order
+// n in panels of b columns (every panel shape m×b, m = n, n−b, …, b, from
+// Gaussian data) with the float32 recursive getrf32 or, as the baseline,
+// gonum's float64 dgetrf; each includes the conversion and the rounding of
+// the multipliers to fp16 that factorFP16 does.
+func benchPanels(b *testing.B, n, bs int, f32 bool) {
+	rng := newRNG(7)
+	src := make([]float64, n*bs)
+	for i := range src {
+		src[i] = rng.NormFloat64()
+	}
+	st := &Stats{}
+	for b.Loop() {
+		for m := n; m > 0; m -= bs {
+			act := make([]int, m)
+			if f32 {
+				p := make([]float32, m*bs)
+				for i, v := range src[:m*bs] {
+					p[i] = float32(v)
+				}
+				ipiv := make([]int, bs)
+				getrf32(m, bs, p, bs, ipiv)
+				for i := bs * bs; i < len(p); i++ {
+					p[i] = float32(fp16.Round64(float64(p[i])))
+				}
+				continue
+			}
+			p := append([]float64(nil), src[:m*bs]...)
+			panelLU(p, m, bs, act, st)
+			for i := bs * bs; i < len(p); i++ {
+				p[i] = fp16.Round64(p[i])
+			}
+		}
+	}
+}
+
+func BenchmarkPanels(b *testing.B) {
+	for _, c := range []struct{ n, b int }{{256, 64}, {512, 128}, {1024, 128}, {2048, 256}} {
+		b.Run(fmt.Sprintf("getrf32-%dx%d", c.n, c.b), func(b *testing.B) { benchPanels(b, c.n, c.b, true) })
+		b.Run(fmt.Sprintf("dgetrf-%dx%d", c.n, c.b), func(b *testing.B) { benchPanels(b, c.n, c.b, false) })
+	}
+}

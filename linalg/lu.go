@@ -186,15 +186,28 @@ func panelLU(p []float64, m, bw int, act []int, st *Stats) (rows []int, ok bool)
 	return rows, ok
 }
 
-// panelLU32 is panelLU in float32 (getrf32), for the FP16
-// factorization: its panels hold fp16 values from the device (the first,
-// B rounded to float32, finer than the device's copy), and its factors
-// are a preconditioner accurate to fp16's 2⁻¹¹, which float32's rounding
-// (2⁻²⁴, times the growth of b columns) does not disturb; float32 runs
-// the products that hold nearly all of the panel's flops at about twice
-// float64's speed. The multipliers are rounded to fp16 afterwards, as the
-// device uses them.
+// panelLU32 is panelLU on a float32 panel, for the FP16 factorization:
+// its panels hold fp16 values from the device (the first, B rounded to
+// float32, finer than the device's copy), and its factors are a
+// preconditioner accurate to fp16's 2⁻¹¹, which float32's rounding (2⁻²⁴,
+// times the growth of b columns) does not disturb. From panel32Min
+// columns it runs getrf32, whose products hold nearly all of the panel's
+// flops and run in float32 at about twice float64's speed; narrower
+// panels go through float64 and LAPACK's dgetrf, whose unblocked
+// elimination is the faster there (BenchmarkPanels). The multipliers are rounded to fp16 afterwards, as the device
+// uses them.
 func panelLU32(p []float32, m, bw int, act []int, st *Stats) (rows []int, ok bool) {
+	if bw < panel32Min {
+		p64 := make([]float64, m*bw)
+		for i, v := range p[:m*bw] {
+			p64[i] = float64(v)
+		}
+		rows, ok = panelLU(p64, m, bw, act, st)
+		for i, v := range p64 {
+			p[i] = float32(v)
+		}
+		return rows, ok
+	}
 	ipiv := make([]int, bw)
 	ok = getrf32(m, bw, p, bw, ipiv)
 	st.HostFlops += int64(2*m*bw*bw - 2*bw*bw*bw/3)
@@ -204,6 +217,11 @@ func panelLU32(p []float32, m, bw int, act []int, st *Stats) (rows []int, ok boo
 	}
 	return rows, ok
 }
+
+// panel32Min is the narrowest panel getrf32 factors (see panelLU32 and
+// BenchmarkPanels: on 2048×256 panels it beat dgetrf by about 1.4× on
+// this project's test machine, drew on 512×128 and lost on 256×64).
+const panel32Min = 256
 
 // unitLowerInverse returns L₁₁⁻¹ for the unit lower triangle of the bw×bw
 // top of p (row stride bw): LAPACK's dtrtri, on a copy whose upper

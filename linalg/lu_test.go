@@ -81,6 +81,38 @@ func TestFactorizeTable(t *testing.T) {
 	}
 }
 
+// TestFactorizeFloat32Panels: with panels of 256 columns the FP16
+// factorization factors them in float32 (getrf32; narrower ones go
+// through float64, see panel32Min); at n = 512 on "sim" (two panels, one
+// dispatch) the factors stay FP16 and GMRES-IR reaches the same
+// backward error (≤ 1e-15) and a forward error within κ₂·1e-15·√n of
+// gonum's LU, as the table's float64 panels do.
+func TestFactorizeFloat32Panels(t *testing.T) {
+	const n = 512
+	dev := openDevice(t, "sim")
+	for ki, kappa := range []float64{1e2, 1e3} {
+		a := randSVD(t, n, kappa, uint64(60+ki))
+		b := randn(newRNG(uint64(70+ki)), n, 1)
+		var st Stats
+		f, err := Factorize(a, &Settings{Device: dev, Stats: &st, Block: panel32Min})
+		require.NoError(t, err)
+		xs, err := f.Solve(b.RawMatrix().Data)
+		require.NoError(t, err)
+		st = f.Stats()
+		f.Close()
+		x := mat.NewDense(n, 1, xs)
+		ref, err := reference.Solve(a, b.RawMatrix().Data)
+		require.NoError(t, err)
+		inf := infBackward(a, x, b)
+		fwd := precision.RelErr(xs, ref)
+		t.Logf("κ₂ = %.0e: backward error %.2e, forward error %.2e, %v factors, %d dispatches, %d GMRES iterations", kappa, inf, fwd, st.Mode, st.Dispatches, st.GMRES)
+		require.Equal(t, precision.FP16, st.Mode, "the float32 panels' factors serve as FP16 factors")
+		require.Equal(t, 1, st.Dispatches)
+		require.LessOrEqual(t, inf, solveTol)
+		require.LessOrEqual(t, fwd, kappa*solveTol*math.Sqrt(n))
+	}
+}
+
 // scaledGaussian is D₁·G·D₂ for a 50×50 standard normal G and diagonal
 // scalings 10^e with exponents e uniform in [−rows, rows] and [−cols,
 // cols].

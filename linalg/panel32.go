@@ -9,7 +9,7 @@ import (
 
 // panelLeaf is the column count below which getrf32 eliminates column by
 // column.
-const panelLeaf = 8
+const panelLeaf = 16
 
 // getrf32 factors the m×n (m ≥ n) row-major a (stride lda) with partial
 // pivoting in float32, recursively (Toledo 1997; LAPACK's dgetrf2): the
