@@ -10,8 +10,9 @@
 // powers of two on both sides (Higham, Pranesh and Zounon, SIAM J. Sci.
 // Comput. 41(4), 2019, with Ruiz's iteration), so row and column scalings
 // cost no accuracy. The elimination is right-looking in panels of b
-// columns: the host factors each n×b panel (O(n²·b) in all) and the device
-// applies the trailing update A₂₂ −= L₂₁·U₁₂. The whole n×n matrix stays
+// columns: the host factors each n×b panel (O(n²·b) in all; for the fp16
+// factors in float32 from 256 columns, whose rounding is far below fp16's)
+// and the device applies the trailing update A₂₂ −= L₂₁·U₁₂. The whole n×n matrix stays
 // resident on the device in fp16 (Session.Carry) and one program per size
 // updates it with zero-padded operands: about 3× LU's flops, but one
 // compile, no trailing-matrix round trips, O(n·b) host traffic a step.
