@@ -19,6 +19,14 @@ const (
 	// reduces the error by about gmresTol + κ(Ã)·2⁻⁵³ (Carson and Higham
 	// 2017, §3), so two or three steps reach the float64 floor.
 	gmresTol = 1e-8
+	// gmresTolMin, gmresAim: a step whose backward error η is far above
+	// Tol asks GMRES for gmresAim·Tol/η instead (down to gmresTolMin, well
+	// above what modified Gram–Schmidt twice attains in float64), so that
+	// one step can reach Tol rather than two: the extra iterations cost
+	// less than a second GMRES start (a residual, a preconditioner
+	// application and the iterations that rebuild the Krylov space).
+	gmresTolMin = 1e-12
+	gmresAim    = 0.1
 	// gmresMax bounds the Krylov dimension of one GMRES solve (restarts
 	// are the refinement steps themselves), and n/gmresFrac too, so that
 	// GMRES never becomes a dense solver of its own: its work stays
@@ -58,7 +66,8 @@ func (f *Factorization) Solve(b []float64) ([]float64, error) {
 // preconditioner: x₀ = U⁻¹L⁻¹P·b; then, until the normwise backward error
 // ‖b − A·x‖∞/(‖A‖∞‖x‖∞ + ‖b‖∞) is at most Tol, the residual r = b − A·x in
 // float64 and a GMRES solve of U⁻¹L⁻¹P·A·d = U⁻¹L⁻¹P·r to relative
-// residual 1e-8 (at most 60 iterations), x += d. Everything runs on B's
+// residual 1e-8, or to 0.1·Tol/η (down to 1e-12) when the backward error η
+// is farther above Tol (at most 60 iterations), x += d. Everything runs on B's
 // scaling (exact powers of two). O(n²) host work per GMRES iteration.
 //
 // With the default Precision, a right-hand side that FP16 factors cannot
@@ -246,7 +255,7 @@ func (f *Factorization) refine(b []float64) (x, hist []float64, ok bool, why str
 		case its >= gmresRuns*krylovDim(n):
 			why = fmt.Sprintf("%d GMRES iterations (the budget of one right-hand side) reached at backward error %.3g", its, bestEta)
 		default:
-			d, k := f.gmres(res, tmp)
+			d, k := f.gmres(res, tmp, stepTol(eta, f.cfg.tol))
 			its += k
 			for i := range y {
 				y[i] += d[i]
@@ -263,10 +272,10 @@ func (f *Factorization) refine(b []float64) (x, hist []float64, ok bool, why str
 }
 
 // gmres approximately solves M⁻¹·B·d = M⁻¹·r (M = Pᵀ·L·U) from d = 0 to a
-// relative residual gmresTol, at most gmresMax iterations: Arnoldi with
+// relative residual tol (stepTol), at most krylovDim(n) iterations: Arnoldi with
 // modified Gram–Schmidt, twice (Giraud, Langou and Rozložník 2005), and
 // Givens rotations (Saad and Schultz 1986).
-func (f *Factorization) gmres(r, tmp []float64) ([]float64, int) {
+func (f *Factorization) gmres(r, tmp []float64, tol float64) ([]float64, int) {
 	n, st := f.n, f.cfg.stats
 	m := krylovDim(n)
 	z := append([]float64(nil), r...)
@@ -318,7 +327,7 @@ func (f *Factorization) gmres(r, tmp []float64) ([]float64, int) {
 		h[j] = hj
 		g[j+1] = -sn[j] * g[j]
 		g[j] = cs[j] * g[j]
-		if math.Abs(g[j+1]) <= gmresTol*beta || next == 0 || j == m-1 {
+		if math.Abs(g[j+1]) <= tol*beta || next == 0 || j == m-1 {
 			break
 		}
 		blas64.Scal(1/next, wv)
@@ -337,6 +346,13 @@ func (f *Factorization) gmres(r, tmp []float64) ([]float64, int) {
 		blas64.Axpy(c[i], blas64.Vector{N: n, Inc: 1, Data: vs[i]}, blas64.Vector{N: n, Inc: 1, Data: d})
 	}
 	return d, k
+}
+
+// stepTol is the relative residual one GMRES solve aims at when the
+// backward error is eta and the target tol: gmresTol, or tighter (to
+// gmresTolMin) when a gain of gmresTol would leave eta above tol.
+func stepTol(eta, tol float64) float64 {
+	return min(gmresTol, max(gmresTolMin, gmresAim*tol/eta))
 }
 
 // krylovDim is the Krylov dimension of one GMRES solve for order n.
