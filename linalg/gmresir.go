@@ -106,7 +106,7 @@ func (f *Factorization) solve(fn string, b [][]float64) ([][]float64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return nil, fmt.Errorf("linalg: %s: the factorization was closed: %w", fn, ErrInvalid)
+		return nil, fmt.Errorf("linalg: %s: the factorization was closed (Close released its factors); factorize the matrix again: %w", fn, ErrInvalid)
 	}
 	st := f.cfg.stats
 	defer st.finish()
