@@ -14,10 +14,11 @@ import (
 
 // GMRES-IR tuning.
 const (
-	// gmresTol: each GMRES solve of the preconditioned correction equation
-	// stops at a relative residual of gmresTol; the refinement step then
-	// reduces the error by about gmresTol + κ(Ã)·2⁻⁵³ (Carson and Higham
-	// 2017, §3), so two or three steps reach the float64 floor.
+	// gmresTol: a GMRES solve of the preconditioned correction equation
+	// stops at a relative residual of gmresTol at most; the refinement
+	// step then reduces the error by about that + κ(Ã)·2⁻⁵³ (Carson and
+	// Higham 2017, §3), so two or three such steps reach the float64
+	// floor (one or two with stepTol's tighter targets).
 	gmresTol = 1e-8
 	// gmresTolMin, gmresAim: a step whose backward error η is far above
 	// Tol asks GMRES for gmresAim·Tol/η instead (down to gmresTolMin, well
