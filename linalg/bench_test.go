@@ -10,6 +10,9 @@ import (
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -412,5 +415,38 @@ func BenchmarkPanels(b *testing.B) {
 	for _, c := range []struct{ n, b int }{{256, 64}, {512, 128}, {1024, 128}, {2048, 256}} {
 		b.Run(fmt.Sprintf("getrf32-%dx%d", c.n, c.b), func(b *testing.B) { benchPanels(b, c.n, c.b, true) })
 		b.Run(fmt.Sprintf("dgetrf-%dx%d", c.n, c.b), func(b *testing.B) { benchPanels(b, c.n, c.b, false) })
+	}
+}
+
+// BenchmarkMatVecPrecision is one core's matrix–vector product y = A·x in
+// gonum's float64 and float32 kernels at the orders of the dense solve:
+// the refinement's GMRES makes two such passes an iteration, so the
+// float32 ratio bounds what a lower-precision GMRES could save.
+func BenchmarkMatVecPrecision(b *testing.B) {
+	for _, n := range []int{1024, 2048, 4096} {
+		a64 := randn(newRNG(uint64(n)), n, n).RawMatrix().Data
+		a32 := make([]float32, len(a64))
+		for i, v := range a64 {
+			a32[i] = float32(v)
+		}
+		x64, y64 := make([]float64, n), make([]float64, n)
+		x32, y32 := make([]float32, n), make([]float32, n)
+		perEntry := func(b *testing.B) {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*n), "ns/entry")
+		}
+		b.Run(fmt.Sprintf("float64/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				blas64.Gemv(blas.NoTrans, 1, blas64.General{Rows: n, Cols: n, Stride: n, Data: a64},
+					blas64.Vector{N: n, Inc: 1, Data: x64}, 0, blas64.Vector{N: n, Inc: 1, Data: y64})
+			}
+			perEntry(b)
+		})
+		b.Run(fmt.Sprintf("float32/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				blas32.Gemv(blas.NoTrans, 1, blas32.General{Rows: n, Cols: n, Stride: n, Data: a32},
+					blas32.Vector{N: n, Inc: 1, Data: x32}, 0, blas32.Vector{N: n, Inc: 1, Data: y32})
+			}
+			perEntry(b)
+		})
 	}
 }
