@@ -122,7 +122,10 @@ func factorize(fn string, cfg *config, a mat.Matrix) (*Factorization, error) {
 			return nil, err
 		}
 		if err == nil && mode == precision.FP16 && cfg.mode == 0 {
-			if f.Cond()*0x1p-11 > fp16CondLimit {
+			// κ₁(A) first (Cond needs it anyway); only when it is large,
+			// κ₁(B), which bounds what the factors can do: equilibration
+			// may have removed what made A ill-conditioned.
+			if f.Cond()*0x1p-11 > fp16CondLimit && f.condBLocked()*0x1p-11 > fp16CondLimit {
 				mode = precision.Compensated
 				f.upgraded = true
 			}
@@ -139,8 +142,9 @@ func factorize(fn string, cfg *config, a mat.Matrix) (*Factorization, error) {
 	return f, nil
 }
 
-// fp16CondLimit: the FP16 factors are kept while κ₁(A)·2⁻¹¹ (the FP16
-// factors' condition estimate times fp16's unit roundoff) is at most this.
+// fp16CondLimit: the FP16 factors are kept while κ₁(A)·2⁻¹¹ or κ₁(B)·2⁻¹¹
+// (the FP16 factors' condition estimates, for A and for the equilibrated
+// B they factor, times fp16's unit roundoff) is at most this.
 // Beyond it GMRES-IR could not converge in few iterations (its
 // preconditioned matrix has condition number of order (1 + κ·2⁻¹¹)²,
 // Carson and Higham 2017, §3), and the compensated factors are computed

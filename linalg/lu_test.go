@@ -136,8 +136,8 @@ func scaledGaussian(rows, cols float64, seed uint64) *mat.Dense {
 // TestSolveBadlyScaled: Gaussian matrices with rows, columns or both
 // scaled by up to 10^±4 and 10^±8 solve to the backward error of the
 // unscaled matrix (≤ 1e-15), with Solve and with SolveMany, on both
-// numerics models; the iterated equilibration removes the scaling up to
-// powers of two. gonum's LU is the reference for the forward error,
+// numerics models, and with the FP16 factors; the iterated equilibration
+// removes the scaling up to powers of two. gonum's LU is the reference for the forward error,
 // which must lie within a factor 100 of gonum's own error bound
 // κ∞(B)·2⁻⁵³·n for the equilibrated B (both are backward stable for the
 // scaled system).
@@ -180,6 +180,9 @@ func TestSolveBadlyScaled(t *testing.T) {
 				t.Logf("%s: backward error %.2e (gonum %.2e), forward error against gonum %.2e, κ₂(B) = %.3g, %v factors, %d GMRES-IR steps, %d GMRES iterations", tc.name, inf, gon, fwd, condB, st.Mode, st.Refinements, st.GMRES)
 				require.LessOrEqual(t, inf, solveTol)
 				require.LessOrEqual(t, fwd, 100*condB*u64*float64(n))
+				// κ(B)·2⁻¹¹ ≤ 2 here: the FP16 factors of B suffice,
+				// however large the scaling makes κ(A).
+				require.Equal(t, precision.FP16, st.Mode, "factors")
 				xs, err := Solve(a, mat.Col(nil, 0, b), &Settings{Device: dev})
 				require.NoError(t, err)
 				require.LessOrEqual(t, infBackward(a, mat.NewDense(n, 1, xs), mat.NewDense(n, 1, mat.Col(nil, 0, b))), solveTol)

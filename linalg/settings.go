@@ -14,7 +14,8 @@ import (
 // Defaults of zero Settings fields.
 const (
 	// DefaultTol is the normwise backward error Solve and SolveMany stop
-	// at, ‖b − A·x‖∞ / (‖A‖∞·‖x‖∞ + ‖b‖∞): about √n·2⁻⁵³ for n = 256, the
+	// at, ‖b − A·x‖∞ / (‖A‖∞·‖x‖∞ + ‖b‖∞), for A and for the equilibrated
+	// matrix (see Factorization.SolveMany): about √n·2⁻⁵³ for n = 256, the
 	// stopping rule of MAGMA's and cuSOLVER's mixed-precision solvers.
 	// Inverse stops at ‖I − A·X‖∞ ≤ DefaultTol·‖A‖∞·‖X‖∞·n, Norm2 at a
 	// relative change of the Ritz value below DefaultNormTol.

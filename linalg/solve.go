@@ -26,7 +26,8 @@ const (
 // accuracy: Factorize (the O(n³) elimination on the device), then
 // GMRES-IR in float64 with the factors as preconditioner
 // (Factorization.SolveMany). It stops when the normwise backward error
-// ‖b − A·x‖∞/(‖A‖∞‖x‖∞ + ‖b‖∞) is at most Tol (default 1e-15).
+// ‖b − A·x‖∞/(‖A‖∞‖x‖∞ + ‖b‖∞) is at most Tol (default 1e-15), and so is
+// that of the equilibrated system.
 //
 // Errors: ErrShape (a not square, len(b) wrong), ErrRange (NaN or ±Inf),
 // ErrSingular (a zero row or column, an exactly zero pivot, or, joined
