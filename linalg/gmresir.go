@@ -178,13 +178,15 @@ func (f *Factorization) solve(fn string, b [][]float64) ([][]float64, error) {
 		}
 	}
 	if len(failed) > 0 {
-		cond := f.condLocked()
+		// The factors are of B: its conditioning, not A's (which the
+		// scaling may inflate without limit), says whether they could.
+		cond, condB := f.condLocked(), f.condBLocked()
 		var sentinel error = ErrNotConverged
-		if cond*f.eps >= 1 {
+		if condB*f.eps >= 1 {
 			sentinel = errors.Join(ErrNotConverged, ErrSingular)
 		}
-		return x, fmt.Errorf("linalg: %s: %d of %d right-hand sides did not reach the backward error %g: %s (%v factors, %d refinement steps, %d GMRES iterations in all), history %s; condition estimate κ₁(A) ≈ %.3g (from the factors, which resolve κ up to about %.1g): the matrix is too ill-conditioned for the device's factors; %w",
-			fn, len(failed), len(b), f.cfg.tol, why, f.mode, st.Refinements, st.GMRES, fmtHistory(st.History), cond, 1/f.eps, sentinel)
+		return x, fmt.Errorf("linalg: %s: %d of %d right-hand sides did not reach the backward error %g: %s (%v factors, %d refinement steps, %d GMRES iterations in all), history %s; condition estimate κ₁(A) ≈ %.3g, κ₁ ≈ %.3g after equilibration (from the factors, which resolve κ up to about %.1g): the matrix is too ill-conditioned for the device's factors; %w",
+			fn, len(failed), len(b), f.cfg.tol, why, f.mode, st.Refinements, st.GMRES, fmtHistory(st.History), cond, condB, 1/f.eps, sentinel)
 	}
 	return x, nil
 }
@@ -424,7 +426,8 @@ func (f *Factorization) condLocked() float64 {
 // factors these are, by the estimator Cond uses for A. GMRES-IR's
 // convergence depends on B's conditioning, not A's: a matrix whose rows
 // and columns are scaled by 10^±8 has κ(A) near 1e16 and the κ(B) of
-// the unscaled matrix. Not cached; called at most once per factorization.
+// the unscaled matrix. Not cached: it is read for the choice of factors
+// and when a solve fails.
 func (f *Factorization) condBLocked() float64 {
 	start := time.Now()
 	defer func() { f.cfg.stats.Host += time.Since(start) }()
