@@ -20,8 +20,8 @@
 // over host-resident updates (n² conversions a step). When the fp16
 // factors are too weak (large condition estimates of A and of the
 // equilibrated B both, or a first refinement step that gains less than
-// 1e-3), the matrix is refactored with the
-// trailing matrix in float64 on the host and compensated device products.
+// 1e-3), the matrix is refactored with the trailing matrix in float64 on
+// the host and compensated device products.
 // Factorization.Cond is LAPACK's dgecon estimator on the factors. The
 // host's O(n²) passes (equilibration, the first write of the matrix, the
 // refinement's products with B) run on every core, as gonum's LU, the

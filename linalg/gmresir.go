@@ -71,9 +71,10 @@ func (f *Factorization) Solve(b []float64) ([]float64, error) {
 // apart, A's alone is met while the small entries of x are still at the
 // factors' accuracy), the residual r = b − A·x in
 // float64 and a GMRES solve of U⁻¹L⁻¹P·A·d = U⁻¹L⁻¹P·r to relative
-// residual 1e-8, or to 0.1·Tol/η (down to 1e-12) when the backward error η
-// is farther above Tol (at most 60 iterations), x += d. Everything runs on B's
-// scaling (exact powers of two). O(n²) host work per GMRES iteration.
+// residual 1e-8, or to 0.1·Tol/η (down to 1e-12) when the backward error
+// η is farther above Tol (at most 60 iterations), x += d. Everything runs
+// on B's scaling (exact powers of two). O(n²) host work per GMRES
+// iteration.
 //
 // With the default Precision, a right-hand side that FP16 factors cannot
 // bring to Tol makes the factorization compute compensated factors (once;
@@ -285,9 +286,9 @@ func (f *Factorization) refine(b []float64) (x, hist []float64, ok bool, why str
 }
 
 // gmres approximately solves M⁻¹·B·d = M⁻¹·r (M = Pᵀ·L·U) from d = 0 to a
-// relative residual tol (stepTol), at most krylovDim(n) iterations: Arnoldi with
-// modified Gram–Schmidt, twice (Giraud, Langou and Rozložník 2005), and
-// Givens rotations (Saad and Schultz 1986).
+// relative residual tol (stepTol), at most krylovDim(n) iterations:
+// Arnoldi with modified Gram–Schmidt, twice (Giraud, Langou and Rozložník
+// 2005), and Givens rotations (Saad and Schultz 1986).
 func (f *Factorization) gmres(r, tmp []float64, tol float64) ([]float64, int) {
 	n, st := f.n, f.cfg.stats
 	m := krylovDim(n)

@@ -137,8 +137,9 @@ func scaledGaussian(rows, cols float64, seed uint64) *mat.Dense {
 // scaled by up to 10^±4 and 10^±8 solve to the backward error of the
 // unscaled matrix (≤ 1e-15), with Solve and with SolveMany, on both
 // numerics models, and with the FP16 factors; the iterated equilibration
-// removes the scaling up to powers of two. gonum's LU is the reference for the forward error,
-// which must lie within a factor 100 of gonum's own error bound
+// removes the scaling up to powers of two. gonum's LU is the reference
+// for the forward error, which must lie within a factor 100 of gonum's
+// own error bound
 // κ∞(B)·2⁻⁵³·n for the equilibrated B (both are backward stable for the
 // scaled system).
 func TestSolveBadlyScaled(t *testing.T) {
