@@ -31,8 +31,9 @@ type Model struct {
 	ses  *shim.Session
 	cost lower.Cost
 
-	mu    sync.Mutex
-	stats Stats
+	mu     sync.Mutex
+	stats  Stats
+	closed bool
 }
 
 // Stats are a model's counts and times, end to end.
@@ -59,6 +60,9 @@ func Compile(g *dataflow.Graph, s *Settings) (*Model, error) {
 	}
 	if err := g.Err(); err != nil {
 		return nil, err
+	}
+	if len(g.Outputs()) == 0 {
+		return nil, fmt.Errorf("nn: Compile: the graph has no outputs: mark the values to read with g.Output: %w", ErrShape)
 	}
 	var dev shim.Device
 	if s != nil {
@@ -100,10 +104,13 @@ func (m *Model) Outputs() []lower.IOSpec { return m.exe.Program().Outputs }
 // Run runs the model once: every input by name, row-major in its shape,
 // in; every output out. A missing input or one of the wrong length is
 // ErrShape; a value beyond fp16's range, or an output that overflowed on
-// the device, ErrRange.
+// the device, ErrRange; a run after Close, ErrDevice and shim.ErrClosed.
 func (m *Model) Run(inputs map[string][]float64) (map[string][]float64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("nn: Run: the model is closed: compile the graph again for a new model: %w", errors.Join(ErrDevice, shim.ErrClosed))
+	}
 	start := time.Now()
 	dev0 := m.ses.Stats().Device
 	p := m.exe.Program()
@@ -121,7 +128,7 @@ func (m *Model) Run(inputs map[string][]float64) (map[string][]float64, error) {
 			return nil, fmt.Errorf("nn: Run: input %q has %d values, its shape %v needs %d: %w", sp.Name, len(x), sp.Shape, sp.Size(), ErrShape)
 		}
 		if err := m.ses.Write64(sp.Name, x, 0); err != nil {
-			return nil, fmt.Errorf("nn: Run: %w", errors.Join(ErrRange, err))
+			return nil, fmt.Errorf("nn: Run: %w", errors.Join(sentinel(err), err))
 		}
 	}
 	if err := m.ses.Run(); err != nil {
@@ -132,6 +139,9 @@ func (m *Model) Run(inputs map[string][]float64) (map[string][]float64, error) {
 	for _, sp := range p.Outputs {
 		y := make([]float64, sp.Size())
 		if err := m.ses.Read64(sp.Name, y, 0); err != nil && rangeErr == nil {
+			if !errors.Is(err, shim.ErrRange) {
+				return nil, fmt.Errorf("nn: Run: %w", errors.Join(ErrDevice, err))
+			}
 			rangeErr = fmt.Errorf("nn: Run: %w", errors.Join(ErrRange, err))
 		}
 		out[sp.Name] = y
@@ -151,8 +161,23 @@ func (m *Model) Stats() Stats {
 }
 
 // Close releases the model's buffers; the program stays compiled on the
-// device for the next Compile of the same graph.
-func (m *Model) Close() error { return m.ses.Close() }
+// device for the next Compile of the same graph. It waits for a Run under
+// way; a Run after it is an error.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return m.ses.Close()
+}
+
+// sentinel is the nn error a session write failed with: ErrRange for a
+// value beyond fp16, ErrDevice otherwise (a closed session).
+func sentinel(err error) error {
+	if errors.Is(err, shim.ErrRange) {
+		return ErrRange
+	}
+	return ErrDevice
+}
 
 func hasSpec(specs []lower.IOSpec, name string) bool {
 	for _, s := range specs {

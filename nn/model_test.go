@@ -1,7 +1,9 @@
 package nn_test
 
 import (
+	"errors"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,4 +74,56 @@ func TestModelRunErrors(t *testing.T) {
 	require.Equal(t, []float64{0, 2, 0, 4}, out["y"])
 	_, err = nn.Compile(nil, nil)
 	require.ErrorIs(t, err, nn.ErrShape)
+}
+
+// TestModelClosed: a Run after Close (or racing with it) is an error
+// wrapping ErrDevice and shim.ErrClosed — not ErrRange, which would send
+// the user hunting for a bad value — and the runs before Close are exact.
+func TestModelClosed(t *testing.T) {
+	g := dataflow.New()
+	w := nn.Tensor{Name: "w", Shape: []int{2, 2}, Data: []float64{1, 2, 3, 4}}
+	g.Output("y", nn.Linear(g, g.Input("x", dataflow.Shape{1, 2}), w, nn.Tensor{}))
+	m, err := nn.Compile(g, &nn.Settings{Device: open(t, "sim")})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 10 {
+				x := float64(i + j)
+				out, err := m.Run(map[string][]float64{"x": {x, 1}})
+				if err != nil {
+					if !errors.Is(err, nn.ErrDevice) || !errors.Is(err, shim.ErrClosed) || errors.Is(err, nn.ErrRange) {
+						t.Errorf("run during Close: %v, want ErrDevice and shim.ErrClosed", err)
+					}
+					return
+				}
+				if out["y"][0] != x+2 || out["y"][1] != 3*x+4 {
+					t.Errorf("x = %g: y = %v, want [%g %g]", x, out["y"], x+2, 3*x+4)
+				}
+			}
+		}()
+	}
+	require.NoError(t, m.Close())
+	wg.Wait()
+	_, err = m.Run(map[string][]float64{"x": {1, 1}})
+	require.ErrorIs(t, err, nn.ErrDevice)
+	require.ErrorIs(t, err, shim.ErrClosed)
+	require.NotErrorIs(t, err, nn.ErrRange)
+	require.Contains(t, err.Error(), "the model is closed")
+}
+
+// TestCompileNoOutputs: a graph with nothing marked as output is ErrShape
+// with the remedy, before any lowering.
+func TestCompileNoOutputs(t *testing.T) {
+	for _, g := range []*dataflow.Graph{dataflow.New(), func() *dataflow.Graph {
+		g := dataflow.New()
+		nn.ReLU(g, g.Input("x", dataflow.Shape{1, 4}))
+		return g
+	}()} {
+		_, err := nn.Compile(g, &nn.Settings{Device: open(t, "sim")})
+		require.ErrorIs(t, err, nn.ErrShape)
+		require.Contains(t, err.Error(), "g.Output")
+	}
 }
