@@ -244,12 +244,18 @@ func LinearShift(g *dataflow.Graph, x dataflow.Value, w, b Tensor, shift int) da
 	return unscale(g, y, shift-e)
 }
 
-// unscale multiplies y by 2^k (exact) unless k is 0.
+// unscale multiplies y by 2^k (exact) unless k is 0. A factor outside
+// fp16's normal range — 2^k below 2⁻¹⁴ (upscale's e reaches 24) or above
+// 2¹⁵ (a shift of up to 24) — is applied as several multiplies by powers
+// of two that are normal constants; each intermediate lies between y and
+// the result, so none is smaller or larger than both.
 func unscale(g *dataflow.Graph, y dataflow.Value, k int) dataflow.Value {
-	if k == 0 {
-		return y
+	for k != 0 {
+		step := max(min(k, 15), -14)
+		y = g.Mul(y, g.Scalar(math.Ldexp(1, step)))
+		k -= step
 	}
-	return g.Mul(y, g.Scalar(math.Ldexp(1, k)))
+	return y
 }
 
 // ShiftFor is the smallest shift ≥ 0 that keeps a linear or conv layer's

@@ -119,6 +119,32 @@ func TestLinearShiftPastCliff(t *testing.T) {
 	}
 }
 
+// TestTinyWeights: weights of about 2e-9 (2⁻²⁹) are scaled up by 2^e
+// with e = 15 or 16 and the output scaled back by 2^−e, a factor below
+// fp16's normal range; it used to be one subnormal constant, which the
+// lowering refuses ("constant c7 … below fp16's normal range"), so the
+// layer did not compile. The outputs, 2·2e-9·30000 = 1.2e-4 (Linear, rows
+// and channel-first) and 2e-9·60000 = 1.2e-4 (Embedding), are normal fp16
+// values: each is the fp16 product and sum of rounded scaled weights and
+// inputs (≤ 3u relative), the scale-back multiplies being exact.
+func TestTinyWeights(t *testing.T) {
+	w := nn.Tensor{Name: "w", Shape: []int{1, 2}, Data: []float64{2e-9, 2e-9}}
+	table := nn.Tensor{Name: "emb", Shape: []int{2, 2}, Data: []float64{2e-9, -2e-9, 1e-9, 3e-9}}
+	for _, dev := range devices {
+		d := open(t, dev)
+		for _, shape := range []dataflow.Shape{{1, 2}, {1, 2, 1, 1}} {
+			g := dataflow.New()
+			g.Output("y", nn.Linear(g, g.Input("x", shape), w, nn.Tensor{}))
+			got := run(t, d, g, map[string][]float64{"x": {30000, 30000}})["y"]
+			requireClose(t, got, []float64{1.2e-4}, []float64{3 * u16 * 1.2e-4}, dev)
+		}
+		g := dataflow.New()
+		g.Output("y", nn.Embedding(g, g.Input("onehot", dataflow.Shape{1, 2}), table))
+		got := run(t, d, g, map[string][]float64{"onehot": {60000, 0}})["y"]
+		requireClose(t, got, []float64{1.2e-4, -1.2e-4}, []float64{3 * u16 * 1.2e-4}, dev)
+	}
+}
+
 // TestConvBatchNorm checks a 3×3 conv with batch norm folded in, stride 2
 // and padding 1, against an independent float64 conv followed by batch
 // norm: the fold is exact algebra, so the device error is that of a conv
