@@ -333,47 +333,57 @@ func (f *Factorization) factorFP16(fn string) error {
 				u[s] = math.Ldexp(float64(v), -pexp)
 			}
 		}
-		// Multipliers of the other rows, rounded to fp16 as the device
-		// will use them (in the panel too, which the step's operands are
-		// taken from).
-		for i := bw; i < m; i++ {
-			row := panel[i*bw : (i+1)*bw]
-			l := lbuf[rows[i]*n+c : rows[i]*n+c+bw]
-			for t, v := range row {
-				r := fp16.Round64(float64(v)) // exact in float32
-				row[t], l[t] = float32(r), r
-			}
-		}
-		st.HostFlops += int64((m - bw) * bw)
 		// The rows left, in ascending order: the next panel is gathered
 		// from the device's output, and the next operands scattered into
 		// it, by these indices, which then run in order.
+		last := c+bw >= n
 		act = slices.Clone(rows[bw:])
 		slices.Sort(act)
-		if c+bw >= n {
+		// W = L₁₁⁻¹·S (rounded to fp16, as the device uses it), and its
+		// row sums w_t for the bound g of the outputs relative to m.
+		var inv []float64
+		wmax := 0.0
+		if !last {
+			inv = unitLowerInverse(panel[:bw*bw], bw)
+			st.HostFlops += int64(bw * bw * bw / 3)
+			for t := range bw {
+				wsum[t] = 0
+				for s := 0; s <= t; s++ {
+					v := fp16.Round64(inv[t*bw+s])
+					inv[t*bw+s] = v
+					wsum[t] += math.Abs(v)
+				}
+				wmax = math.Max(wmax, wsum[t])
+			}
+		}
+		// Multipliers of the other rows, rounded to fp16 as the device
+		// will use them (in the panel too, which the step's operands are
+		// taken from), and max_i Σ_t |l_it|·w_t, in one pass split across
+		// cores by rows.
+		k := parts(m-bw, bw)
+		lsums := make([]float64, k)
+		parallel.Ranges(m-bw, k, func(part, lo, hi int) {
+			lsum := 0.0
+			for i := bw + lo; i < bw+hi; i++ {
+				row := panel[i*bw : (i+1)*bw]
+				l := lbuf[rows[i]*n+c : rows[i]*n+c+bw]
+				s := 0.0
+				for t, v := range row {
+					r := fp16.Round32(v)
+					row[t], l[t] = r, float64(r)
+					if !last {
+						s += math.Abs(float64(r)) * wsum[t]
+					}
+				}
+				lsum = math.Max(lsum, s)
+			}
+			lsums[part] = lsum
+		})
+		st.HostFlops += int64((m - bw) * bw)
+		if last {
 			break
 		}
-		// W = L₁₁⁻¹·S, and the bound g of the outputs relative to m.
-		inv := unitLowerInverse(panel[:bw*bw], bw)
-		st.HostFlops += int64(bw * bw * bw / 3)
-		wmax := 0.0
-		for t := range bw {
-			wsum[t] = 0
-			for s := 0; s <= t; s++ {
-				v := fp16.Round64(inv[t*bw+s])
-				inv[t*bw+s] = v
-				wsum[t] += math.Abs(v)
-			}
-			wmax = math.Max(wmax, wsum[t])
-		}
-		lsum := 0.0
-		for i := bw; i < m; i++ {
-			s := 0.0
-			for t, v := range panel[i*bw : (i+1)*bw] {
-				s += math.Abs(float64(v)) * wsum[t]
-			}
-			lsum = math.Max(lsum, s)
-		}
+		lsum := slices.Max(lsums)
 		nbw := min(b, n-c-bw)
 		g := math.Max(1+lsum, wmax)
 		bound := outBound(b)

@@ -166,18 +166,23 @@ func (p *luProgram) writeOps(fn string, inv []float64, panel []float32, rows []i
 	}
 	// L₂₁ᵀ by tiles of panel rows: each tile's rows encoded in one pass
 	// (exactly: they are fp16 values already), then scattered, so that
-	// each row of ops is written in runs.
-	tile := make([]uint16, opsTile*bw)
-	for i0 := bw; i0 < m; i0 += opsTile {
-		i1 := min(i0+opsTile, m)
-		fp16.EncodeScaled32(tile[:(i1-i0)*bw], panel[i0*bw:i1*bw], 0)
-		for t := range bw {
-			lt := ops.Row(b + t)
-			for i := i0; i < i1; i++ {
-				lt[rows[i]] = tile[(i-i0)*bw+t]
+	// each row of ops is written in runs. The tiles are split across
+	// cores: their rows, hence the columns they write, are disjoint.
+	tiles := (m - bw + opsTile - 1) / opsTile
+	parallel.Ranges(tiles, parts(m-bw, 2*bw), func(_, lo, hi int) {
+		tile := make([]uint16, opsTile*bw)
+		for k := lo; k < hi; k++ {
+			i0 := bw + k*opsTile
+			i1 := min(i0+opsTile, m)
+			fp16.EncodeScaled32(tile[:(i1-i0)*bw], panel[i0*bw:i1*bw], 0)
+			for t := range bw {
+				lt := ops.Row(b + t)
+				for i := i0; i < i1; i++ {
+					lt[rows[i]] = tile[(i-i0)*bw+t]
+				}
 			}
 		}
-	}
+	})
 	return nil
 }
 
