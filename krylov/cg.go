@@ -86,6 +86,9 @@ type cgPlan struct {
 	compensated bool
 	zeroDiag    int // index of a zero diagonal entry of A, or −1
 	set         Settings
+	// normB is ‖S·A·S‖∞ (a bound of it) when sdiag is set: the host's
+	// curvature test measures pᵀAp = uᵀ(S·A·S)u for u = S⁻¹·p against it.
+	normB float64
 	// general: FastDiagonalization runs in the general FCG loop, not the
 	// lean one (for tests that compare the two).
 	general bool
@@ -171,6 +174,7 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 	if math.IsInf(bound, 0) || !(bound > 0) {
 		return nil, fmt.Errorf("krylov: CG: the scaled operator's ‖·‖∞ bound is %g: %w", bound, ErrInput)
 	}
+	plan.normB = bound
 	plan.sigma = pow2Exp(bound)
 	plan.hi = math.Ldexp(bound, plan.sigma)
 	var denseLo float64 // a dense operator's Lanczos interval start, scaled

@@ -206,14 +206,27 @@ func (p *cgPlan) step(r *run, dirs *fcgDirections, z, rv []float64, normA float6
 	}
 	r.a.MulVecTo(qk, pk)
 	curv := dot(pk, qk)
+	// The scale zero curvature is measured against: ‖A‖∞ for the unit p,
+	// or, when A is scaled to B = S·A·S, ‖B‖∞·‖u‖₂² for u = S⁻¹·p, since
+	// pᵀAp = uᵀBu. A badly scaled SPD matrix (diagonal spanning 10¹²,
+	// say) has pᵀAp far below 1e-12·‖A‖∞ for most unit p while S·A·S is
+	// well conditioned. z is free here, and holds u.
+	curvScale := normA
+	if p.sdiag != nil {
+		for i, v := range pk {
+			z[i] = v / p.sdiag[i]
+		}
+		un := norm2(z)
+		curvScale = p.normB * un * un
+	}
 	switch {
 	case math.IsNaN(curv) || math.IsInf(curv, 0):
 		// The operator's product is not finite: the residual says so below.
 		*pq = 0
 		return p.finishStep(r, rv, nil, 0)
-	case curv < -curvatureTol*normA:
+	case curv < -curvatureTol*curvScale:
 		return fmt.Errorf("krylov: CG found a direction with pᵀAp = %.3g < 0 (unit p, ‖A‖∞ = %.3g) in dispatch %d: %w", curv, normA, res.Dispatches, ErrNotSPD)
-	case curv <= curvatureTol*normA:
+	case curv <= curvatureTol*curvScale:
 		*pq = 0
 		return fmt.Errorf("krylov: CG: the search direction of dispatch %d has zero curvature (pᵀAp = %.3g for a unit p): A is singular, or b is not in its range, at relative residual %.3g%s: %w",
 			res.Dispatches, curv, res.Residual, p.notes(r), ErrNotConverged)
