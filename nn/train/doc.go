@@ -17,7 +17,9 @@
 //     cliff), and the gate is computed on the device, so an overflowed
 //     step changes nothing. Backward contractions saturate at the cliff,
 //     so an overflow never turns into a NaN (0·Inf) that could defeat the
-//     gate.
+//     gate. The optimizer's step is gated the same way: one that reaches
+//     2¹⁵ in its unit (a change of 32 for a compensated weight), which
+//     fp16 could not add, is skipped and is an error wrapping ErrOverflow.
 //   - Optimizer state is in a fixed gradient unit (the gradient times
 //     2¹⁰, whatever S is) and Adam keeps √v, not v: v's range is twice
 //     the gradient's in binades and does not fit fp16.

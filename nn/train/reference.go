@@ -70,7 +70,7 @@ func (r *Reference) Step(b Batch) (float64, error) {
 		r.state[cp[1]] = out[cp[0]]
 	}
 	mon := out[outMonitor]
-	_, err = r.sc.observe(mon[0], mon[1])
+	_, err = r.sc.observe(mon[0], mon[1], mon[2])
 	r.StepTime += time.Since(start)
 	r.steps++
 	return out[outLoss][0], err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/nn"
 )
 
@@ -39,6 +40,10 @@ const (
 	Headroom = nn.Headroom
 	// gradClamp bounds the state-unit gradient (a gradient of 16).
 	gradClamp = 1 << 14
+	// stepLimit bounds an applied optimizer step in its unit (a weight
+	// change of 32 for a compensated weight, whose step unit is 2⁻¹⁰):
+	// lo + step and hi + step then stay finite.
+	stepLimit = 1 << 15
 )
 
 // Config describes a training run.
@@ -263,6 +268,9 @@ func buildStep(c *Config) (*step, error) {
 	b.ok = g.Minimum(g.Relu(g.Sub(g.Scalar(Headroom), g.Maximum(mf, mb))), g.Scalar(1))
 	unit := b.scalar(inUnit)
 	u := stepUnit(c.Update)
+	deltas := make([]dataflow.Value, len(s.params))
+	nexts := make([][]dataflow.Value, len(s.params))
+	var ms dataflow.Value // the largest |step|, in its unit
 	for i, p := range s.params {
 		if c.Update == Compensated {
 			p.lo = g.Input(loName(p.name), p.shape)
@@ -271,7 +279,25 @@ func buildStep(c *Config) (*step, error) {
 			p.state = append(p.state, g.Input(stateName(p.name, st), p.shape))
 		}
 		gk := g.Minimum(g.Maximum(g.Mul(grads[i], unit), g.Scalar(-gradClamp)), g.Scalar(gradClamp))
-		delta, next := c.Optimizer.build(b, p, gk)
+		deltas[i], nexts[i] = c.Optimizer.build(b, p, gk)
+		m := g.ReduceMax(g.Abs(deltas[i]), nil, false)
+		if ms.Valid() {
+			ms = g.Maximum(ms, m)
+		} else {
+			ms = m
+		}
+	}
+	// The step gate: okU = 1 when every step is below stepLimit in its
+	// unit, 0 when one is not or is ±Inf (a learning rate times a
+	// gradient beyond fp16: added to lo or hi it would make them ±Inf and
+	// NaN). Each gated value is clamp(v)·okU (+ its old value·(1 − okU)):
+	// exact for okU = 1 (the clamp is then the identity) and for okU = 0,
+	// and never 0·Inf.
+	okU := g.Minimum(g.Relu(g.Sub(g.Scalar(stepLimit), ms)), g.Scalar(1))
+	okAll := g.Mul(b.ok, okU)
+	notU := g.Sub(g.Scalar(1), okU)
+	for i, p := range s.params {
+		delta := g.Mul(g.Minimum(g.Maximum(deltas[i], g.Scalar(-stepLimit)), g.Scalar(stepLimit)), okU)
 		var hiN dataflow.Value
 		if c.Update == Compensated {
 			// Fast2Sum of hi and b = lo + step (in units of 2⁻¹⁰): s = hi +
@@ -281,7 +307,7 @@ func buildStep(c *Config) (*step, error) {
 			// must leave every bit as it was.
 			bs := g.Add(p.lo, delta)
 			sum := g.Add(p.hi, g.Mul(bs, g.Scalar(1/u)))
-			z := g.Mul(g.Sub(sum, p.hi), b.ok)
+			z := g.Mul(g.Sub(sum, p.hi), okAll)
 			loN := g.Sub(bs, g.Mul(z, g.Scalar(u)))
 			hiN = g.Add(p.hi, z)
 			g.Output(nextName(loName(p.name)), loN)
@@ -293,12 +319,14 @@ func buildStep(c *Config) (*step, error) {
 		s.carries = append(s.carries, [2]string{nextName(p.name), p.name})
 		for j, st := range c.Optimizer.states() {
 			in := stateName(p.name, st)
-			g.Output(nextName(in), next[j])
+			nx := g.Minimum(g.Maximum(nexts[i][j], g.Scalar(-fp16.MaxValue)), g.Scalar(fp16.MaxValue))
+			nx = g.Add(g.Mul(nx, okU), g.Mul(p.state[j], notU))
+			g.Output(nextName(in), nx)
 			s.carries = append(s.carries, [2]string{nextName(in), in})
 		}
 	}
 	g.Output(outLoss, g.Reshape(loss, dataflow.Shape{1}))
-	g.Output(outMonitor, g.Concat(0, g.Reshape(mf, dataflow.Shape{1}), g.Reshape(mb, dataflow.Shape{1})))
+	g.Output(outMonitor, g.Concat(0, g.Reshape(mf, dataflow.Shape{1}), g.Reshape(mb, dataflow.Shape{1}), g.Reshape(ms, dataflow.Shape{1})))
 	// Force the optimizer's scalars into existence in a fixed order.
 	for name := range c.Optimizer.scalars(1, u, 1) {
 		b.scalar(name)
@@ -360,10 +388,11 @@ const (
 	minScale = 0x1p-5
 )
 
-// observe takes a step's monitor (forward and backward maxima, as the
-// device computed them) and says whether the device applied the step,
-// exactly as its gate did: both below Headroom.
-func (s *scaler) observe(mf, mb float64) (applied bool, err error) {
+// observe takes a step's monitor (forward and backward maxima, and the
+// largest optimizer step in its unit, as the device computed them) and
+// says whether the device applied the step, exactly as its gates did:
+// both maxima below Headroom and the step below stepLimit.
+func (s *scaler) observe(mf, mb, ms float64) (applied bool, err error) {
 	if !(mf < Headroom) {
 		s.skipped++
 		return false, fmt.Errorf("train: a forward matmul or conv output reached %g, at or beyond 2¹⁴ (the engine's cliff is 32752); the step was skipped: lower the learning rate or scale the inputs: %w", mf, ErrOverflow)
@@ -373,6 +402,10 @@ func (s *scaler) observe(mf, mb float64) (applied bool, err error) {
 		s.good = 0
 		s.scale = math.Max(s.scale/2, minScale)
 		return false, nil
+	}
+	if !(ms < stepLimit) {
+		s.skipped++
+		return false, fmt.Errorf("train: an optimizer step reached %g in its unit, at or beyond 2¹⁵ (for a compensated weight, a change of 32 or more in one update), which fp16 cannot add to the weights; the step was skipped and nothing changed: lower the learning rate: %w", ms, ErrOverflow)
 	}
 	s.applied++
 	s.good++

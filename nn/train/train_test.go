@@ -237,7 +237,8 @@ func argmax(y []float64, c int) []int {
 
 // TestResidency: one compile for the step and one for evaluation, and per
 // step the host moves exactly the batch and the scalars in and the loss
-// and the monitor out — the weights stay on the device.
+// and the monitor (forward, backward and step maxima) out — the weights
+// stay on the device.
 func TestResidency(t *testing.T) {
 	dev := open(t, "sim")
 	cfg := smallConfig(Compensated, Adam{LR: 1e-3})
@@ -262,8 +263,8 @@ func TestResidency(t *testing.T) {
 	st := tr.Stats()
 	scalars := len(tr.st.scalars)
 	wantIn := int64(steps * 2 * (16*40 + 16*5 + scalars))
-	if st.BytesIn != wantIn || st.BytesOut != steps*2*3 {
-		t.Errorf("bytes in %d, out %d; want %d (batch and %d scalars) and %d (loss and monitor)", st.BytesIn, st.BytesOut, wantIn, scalars, steps*6)
+	if st.BytesIn != wantIn || st.BytesOut != steps*2*4 {
+		t.Errorf("bytes in %d, out %d; want %d (batch and %d scalars) and %d (loss and the three monitor maxima)", st.BytesIn, st.BytesOut, wantIn, scalars, steps*8)
 	}
 	if c := dev.(*shim.Cache).Stats().Compiles; c != 2 {
 		t.Errorf("%d compiles, want 2 (step and evaluation)", c)
@@ -491,6 +492,82 @@ func TestOverflowSkipsStep(t *testing.T) {
 	}
 	if st := tr.Stats(); st.Applied == 0 || st.LossScale >= 1<<14 {
 		t.Errorf("the scale did not come down to a working value: %+v", st)
+	}
+}
+
+// TestStepOverflowSkipsStep: one weight w = 1 with x = 1 and target 5
+// has the MSE gradient 2(w − 5) = −8 exactly. SGD at LR 8 asks for a
+// change of 64, 2¹⁶ in lo's unit 2⁻¹⁰: beyond fp16, so lo became +Inf,
+// then NaN, and every weight NaN, in a step reported as applied with no
+// error. Now the step gate sees the step (≥ 2¹⁵ in its unit), skips it and
+// the step is an ErrOverflow; every bit of the state is as it was, on the
+// device and on the float64 twin, for SGD and for Adam (whose moments are
+// gated too). At LR 1 the same step is applied: w = 1 + 8 = 9 exactly
+// (every value on its path is a small integer).
+func TestStepOverflowSkipsStep(t *testing.T) {
+	net := func(g *dataflow.Graph, batch int) (dataflow.Value, dataflow.Value) {
+		x := g.Input("x", dataflow.Shape{batch, 1})
+		w := g.Input("w", dataflow.Shape{1, 1})
+		return x, g.MatMul(x, w, false, true)
+	}
+	w0 := nn.Weights{"w": {Name: "w", Shape: []int{1, 1}, Data: []float64{1}}}
+	b := Batch{X: []float64{1}, Y: []float64{5}}
+	dev := open(t, "sim")
+	for _, opt := range []Optimizer{SGD{LR: 8}, SGD{LR: 8, Momentum: 0.5}, Adam{LR: 100}} {
+		{
+			up := Compensated // a plain step of 64 fits fp16
+			cfg := Config{Network: net, Weights: w0, Batch: 1, Loss: MeanSquaredError, Optimizer: opt, Update: up}
+			tr, err := New(cfg, dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := NewReference(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []interface {
+				Step(Batch) (float64, error)
+				Checkpoint() (nn.Weights, error)
+			}{tr, ref} {
+				before, err := r.Checkpoint()
+				if err != nil {
+					t.Fatal(err)
+				}
+				loss, err := r.Step(b)
+				if !errors.Is(err, ErrOverflow) || loss != 16 {
+					t.Errorf("%+v %v: loss %g, %v; want 16 and ErrOverflow", opt, up, loss, err)
+				}
+				after, err := r.Checkpoint()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for name, w := range before {
+					if name == "train.scaler" {
+						continue
+					}
+					for i, v := range w.Data {
+						if got := after[name].Data[i]; got != v && !(math.IsNaN(got) && math.IsNaN(v)) {
+							t.Errorf("%+v %v: %s[%d] changed from %v to %v in a skipped step", opt, up, name, i, v, got)
+						}
+					}
+				}
+			}
+			if st := tr.Stats(); st.Applied != 0 || st.Skipped != 1 {
+				t.Errorf("%+v %v: %+v, want 0 applied and 1 skipped", opt, up, st)
+			}
+			tr.Close()
+		}
+	}
+	tr, err := New(Config{Network: net, Weights: w0, Batch: 1, Loss: MeanSquaredError, Optimizer: SGD{LR: 1}}, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Step(b); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := tr.Weights(); err != nil || ws["w"].Data[0] != 9 {
+		t.Errorf("after one SGD step at LR 1: %v, %v; want w = 9", ws["w"].Data, err)
 	}
 }
 

@@ -195,7 +195,9 @@ func (s *step) checkBatch(b Batch) error {
 // Step runs one training step on the device and returns the batch's loss
 // (before the update). A step whose backward pass overflowed is skipped
 // on the device and the loss scale halved; that is not an error. A
-// forward overflow is an error wrapping ErrOverflow.
+// forward overflow, or an optimizer step too large for fp16 (the learning
+// rate is too high), skips the step too and is an error wrapping
+// ErrOverflow.
 func (t *Trainer) Step(b Batch) (float64, error) {
 	start := time.Now()
 	if err := t.st.checkBatch(b); err != nil {
@@ -221,12 +223,12 @@ func (t *Trainer) Step(b Batch) (float64, error) {
 		return 0, fmt.Errorf("train: %w", errors.Join(ErrDevice, err))
 	}
 	loss := make([]float64, 1)
-	mon := make([]float64, 2)
+	mon := make([]float64, 3)
 	lerr := t.ses.Read64(outLoss, loss, 0)
 	_ = t.ses.Read64(outMonitor, mon, 0) // ±Inf is the overflow signal itself
 	t.evalStale = true
 	t.stats.Steps++
-	_, err = t.sc.observe(mon[0], mon[1])
+	_, err = t.sc.observe(mon[0], mon[1], mon[2])
 	st := t.ses.Stats()
 	t.stats.Device += st.Device - dev0
 	t.stats.Host += time.Since(start) - (st.Device - dev0)
