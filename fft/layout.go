@@ -385,6 +385,18 @@ func (l *layout) verify(y []complex128, e int, sumY2 float64, ref checkSums) err
 	if ex == 0 {
 		return nil
 	}
+	if math.IsInf(ey, 0) {
+		// Finite inputs scaled into the device's range give finite
+		// device values, so an infinite y is the unscaling passing
+		// float64's largest value: a transform within the mode's rounding
+		// of it (inputScale lets through every transform whose exact
+		// value is finite).
+		for k, v := range y {
+			if math.IsInf(real(v), 0) || math.IsInf(imag(v), 0) {
+				return fmt.Errorf("bin %d is %v: the transform lies within the rounding of this precision mode of float64's largest value %g and was rounded past it; scale the input down (by 2 suffices): %w", k, v, math.MaxFloat64, ErrRange)
+			}
+		}
+	}
 	n := float64(l.total)
 	if !(math.Abs(ey-n*ex) <= checkFactor*n*ex) {
 		return fmt.Errorf("Σ|X|² = %.6g·4^%d where Parseval's identity wants n·Σ|x|² = %.6g·4^%d: %w", ey, -e, n*ex, -e, ErrDevice)
