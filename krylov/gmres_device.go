@@ -175,6 +175,23 @@ type nsInverse struct {
 	resF   float64
 }
 
+// gmresImageSpread bounds the spread max(r)/min(r) of the row
+// equilibration R for which the device returns the images A·z: the
+// compensated image B·z has an absolute error of about 2⁻²² of its largest
+// entry, and A·z = R⁻¹·B·z carries that error into the rows with the
+// smallest r_i multiplied by the spread, relative to the rows with the
+// largest: up to 2⁸, the error stays below gmresImageFloor, where a cycle
+// ends anyway; past it (rows scaled 10^±6 give about 2⁴⁰) the images are
+// wrong in the rows with small entries, the Arnoldi relation fails and
+// GMRES stagnates at x = 0, so the host multiplies by A in float64.
+const gmresImageSpread = 0x1p8
+
+// imageOnDevice reports whether the device returns A·z (see
+// gmresImageSpread).
+func (inv *nsInverse) imageOnDevice() bool {
+	return inv.rs == nil || spread(inv.rs) <= gmresImageSpread
+}
+
 // ok reports a converged Newton–Schulz: ‖I − B·X‖_F < nsAccept.
 func (inv *nsInverse) ok() bool { return inv.x != nil && inv.resF < nsAccept }
 
@@ -283,7 +300,7 @@ func inverseGraph(inv *nsInverse, compensated bool) (*dataflow.Graph, error) {
 	v := g.Input("v", dataflow.Shape{1, n})
 	xw := g.Const("ns_inverse", dataflow.Shape{n, n}, data)
 	z := g.MatMul(v, xw, false, true) // z_i = Σ_j X_ij·v_j
-	if inv.b.compensatedSupported(inv.sigma) != nil {
+	if inv.b.compensatedSupported(inv.sigma) != nil || !inv.imageOnDevice() {
 		g.Output("z", z)
 		return g, g.Err()
 	}

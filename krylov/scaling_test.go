@@ -2,11 +2,14 @@ package krylov
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/anemone-go/anemone/reference"
 )
 
 // gonumSolution is x = A⁻¹·b by gonum's LU (a Condition warning is no
@@ -50,4 +53,38 @@ func TestCGSymmetricallyScaled(t *testing.T) {
 		require.LessOrEqual(t, res.Residual, DefaultTol)
 		require.LessOrEqual(t, relDiff(res.X, want), 1e-9, "Precond %T: forward error against gonum", pre)
 	}
+}
+
+// TestGMRESRowScaled: A = D·K with K = KMS(0.5) and D spanning 2^±20 (rows
+// scaled about 10^±6), b random. The equilibrated R·A·C is K again, but
+// the device's compensated image B·z, carried back through R⁻¹, had
+// errors 2⁴⁰ times the rows with small entries, the Arnoldi relation
+// failed and GMRES stagnated at x = 0 (residual 1, forward error 1). With
+// the image from the host past gmresImageSpread, GMRES reaches gonum's
+// solution to 1e-10; the residual stops near float64's floor for this
+// scaling (about ε·‖|A|·|x|‖/‖b‖ ≈ 1e-5, gonum's own LU leaves 4e-5), so
+// Tol 1e-10 is out of reach and the solve says ErrNotConverged, while Tol
+// 1e-4 converges.
+func TestGMRESRowScaled(t *testing.T) {
+	dev := simDevice(t, "sim")
+	const n = 30
+	k, err := reference.KMS(n, 0.5)
+	require.NoError(t, err)
+	a := mat.NewDense(n, n, nil)
+	a.Apply(func(i, j int, v float64) float64 { return math.Ldexp(v, 20*(i%3-1)) }, k)
+	b := randVec(n, 12)
+	want := gonumSolution(t, a, b)
+	op := denseOf(t, a)
+
+	res, err := GMRES(op, b, &Settings{Device: dev, Tol: 1e-4})
+	require.NoError(t, err)
+	require.True(t, res.Converged)
+	require.LessOrEqual(t, res.Residual, 1e-4)
+	require.LessOrEqual(t, relDiff(res.X, want), 10*1e-4, "forward error against gonum at Tol 1e-4 (κ₂(K) ≈ 9)")
+
+	res, err = GMRES(op, b, &Settings{Device: dev})
+	require.ErrorIs(t, err, ErrNotConverged)
+	require.False(t, res.Converged)
+	require.Less(t, res.Residual, 1e-3)
+	require.LessOrEqual(t, relDiff(res.X, want), 1e-10, "forward error against gonum at the residual's floor")
 }
