@@ -71,7 +71,7 @@ func TestStageBound(t *testing.T) {
 				ph := 2 * math.Pi * float64((7*j)%n) / float64(n)
 				tone[j] = complex(math.Cos(ph), math.Sin(ph))
 			}
-			buf, _, _, err := p.pack("test", [][]complex128{constant, tone}, nil)
+			buf, _, _, err := p.pack("test", [][]complex128{constant, tone}, nil, 0)
 			require.NoError(t, err)
 			in := make([]float64, len(buf))
 			for i, v := range buf {
@@ -173,7 +173,7 @@ func TestNarrowDigitsExact(t *testing.T) {
 			for d, dev := range []shim.Device{narrow, wide} {
 				p, err := newProgram(dev, lay, -1, c.mode, sc)
 				require.NoError(t, err)
-				buf, _, _, err := p.pack("test", xs, nil)
+				buf, _, _, err := p.pack("test", xs, nil, 0)
 				require.NoError(t, err)
 				in := make([]float32, len(buf))
 				fp16.DecodeFloat32(in, buf)

@@ -2,6 +2,8 @@ package fft
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"reflect"
 	"strings"
 	"sync"
@@ -273,22 +275,32 @@ func (p *Plan) transform(what string, xs, into [][]complex128, inverse bool, cal
 	if err != nil {
 		return nil, err
 	}
-	in := xs
+	in, post := xs, 0
 	if inverse {
 		in = make([][]complex128, len(xs))
 		for i, x := range xs {
 			in[i] = conj(x)
 		}
+		// The device's transform comes back divided by 2^a ≥ n, which
+		// keeps it below the input's largest modulus (an unnormalized
+		// transform of a spectrum near float64's limit would overflow
+		// where the inverse does not), and is then multiplied by
+		// 2^a/n ∈ [1, 2): exactly 1 for a power-of-two n.
+		a := bits.Len(uint(p.n - 1)) // 2^a ≥ n
+		post = -a
 	}
-	ys, err := pr.run(what, in, into, &st, &dev)
+	ys, err := pr.run(what, in, into, post, &st, &dev)
 	if err != nil {
 		return nil, err
 	}
 	if inverse {
-		inv := 1 / float64(p.n)
-		for _, y := range ys {
+		c := math.Ldexp(1, -post) / float64(p.n)
+		for b, y := range ys {
 			for i, v := range y {
-				y[i] = complex(real(v)*inv, -imag(v)*inv)
+				y[i] = complex(real(v)*c, -imag(v)*c)
+				if math.IsInf(real(y[i]), 0) || math.IsInf(imag(y[i]), 0) {
+					return nil, fmt.Errorf("fft: %s: signal %d: value %d is %v: the inverse lies within the rounding of this precision mode of float64's largest value %g and was rounded past it; scale the input down (by 2 suffices): %w", what, b, i, y[i], math.MaxFloat64, ErrRange)
+				}
 			}
 		}
 	}

@@ -173,9 +173,9 @@ func nextStage(g *dataflow.Graph, y dataflow.Value, s, n stage, limit int) dataf
 
 // inputScale returns the exponent e that puts the largest complex modulus
 // of x·2^e in [2^inExp, 2^(inExp+1)), and checks x: NaN or ±Inf, or a
-// transform that would overflow float64, is ErrRange. An all-zero x gives
-// ok == false.
-func (l *layout) inputScale(what string, x []complex128) (e int, ok bool, err error) {
+// transform times 2^post (the caller's unscaling, see program.run) that
+// would overflow float64, is ErrRange. An all-zero x gives ok == false.
+func (l *layout) inputScale(what string, x []complex128, post int) (e int, ok bool, err error) {
 	// The largest modulus is that of the element with the largest
 	// re² + im², found without a square root per element. Where the
 	// squares leave float64's range (or x holds NaN or ±Inf, which makes
@@ -219,7 +219,7 @@ func (l *layout) inputScale(what string, x []complex128) (e int, ok bool, err er
 	if m == 0 {
 		return 0, false, nil
 	}
-	if m > math.MaxFloat64/float64(l.total) {
+	if m > math.MaxFloat64/math.Ldexp(float64(l.total), post) {
 		return 0, false, fmt.Errorf("fft: %s: largest modulus %g times the length %d overflows float64, so no power-of-two scaling can return the transform; scale the input down: %w", what, m, l.total, ErrRange)
 	}
 	_, p := math.Frexp(m) // m ∈ [2^(p−1), 2^p)
@@ -248,10 +248,13 @@ func flushSubnormals(h []uint16) {
 }
 
 // run transforms the signals xs (each of length lay.total) in one
-// dispatch, adding it to st and the device's time to *dev.
-// Each result goes into into[b] when into is not nil (it may be xs[b]: a
-// transform in place).
-func (p *program) run(what string, xs, into [][]complex128, st *Stats, dev *time.Duration) ([][]complex128, error) {
+// dispatch, adding it to st and the device's time to *dev. Each result is
+// the transform times 2^post (post ≤ 0: the inverse divides by the length
+// on the way, so that a result no larger than its input never passes
+// through the unnormalized transform's n-fold larger values), and goes
+// into into[b] when into is not nil (it may be xs[b]: a transform in
+// place).
+func (p *program) run(what string, xs, into [][]complex128, post int, st *Stats, dev *time.Duration) ([][]complex128, error) {
 	p.disp.mu.Lock()
 	// An FP16 program's input is encoded straight into the device's
 	// surface where its rows lie end to end there.
@@ -259,10 +262,16 @@ func (p *program) run(what string, xs, into [][]complex128, st *Stats, dev *time
 	if p.comp == nil && !p.lay.split() {
 		dst = p.disp.inputFlat()
 	}
-	buf, exps, live, err := p.pack(what, xs, dst)
+	buf, exps, live, err := p.pack(what, xs, dst, post)
 	if err != nil {
 		p.disp.mu.Unlock()
 		return nil, err
+	}
+	// outExps[b]: the device's output of signal b times 2^(outShift −
+	// outExps[b]) is its transform times 2^post.
+	outExps := make([]int, len(exps))
+	for b, e := range exps {
+		outExps[b] = e - post
 	}
 	if dst != nil && len(dst) == len(buf) && &dst[0] == &buf[0] {
 		buf = nil // written in place
@@ -286,14 +295,14 @@ func (p *program) run(what string, xs, into [][]complex128, st *Stats, dev *time
 		var rows shim.HalfRows
 		var ok bool
 		if rows, ok, err = p.disp.outputRows(p.lay.total / p.lay.stages[len(p.lay.stages)-1].f); err == nil && ok {
-			ys, energy, err = p.unpackHalf(rows, into, exps, live)
+			ys, energy, err = p.unpackHalf(rows, into, outExps, live)
 		} else if err == nil {
 			err = p.disp.readAll()
 			half = false
 		}
 	}
 	if err == nil && !half {
-		ys = p.unpack(p.disp.outs, into, exps, live)
+		ys = p.unpack(p.disp.outs, into, outExps, live)
 	}
 	p.disp.mu.Unlock()
 	if err != nil {
@@ -307,7 +316,7 @@ func (p *program) run(what string, xs, into [][]complex128, st *Stats, dev *time
 		if energy != nil {
 			ey = energy[b]
 		}
-		if err := p.lay.verify(y, exps[b], ey, refs[b]); err != nil {
+		if err := p.lay.verify(y, outExps[b], ey, refs[b]); err != nil {
 			return nil, fmt.Errorf("fft: %s: signal %d: %w", what, b, err)
 		}
 	}
@@ -318,7 +327,7 @@ func (p *program) run(what string, xs, into [][]complex128, st *Stats, dev *time
 // batch out as the program's input, in fp16 encodings: stage 0's
 // [copies, 2, f, B, Q] tensor (part, index digit j_1, signal, remaining
 // index). live is false for an all-zero signal.
-func (p *program) pack(what string, xs [][]complex128, dst []uint16) (buf []uint16, exps []int, live []bool, err error) {
+func (p *program) pack(what string, xs [][]complex128, dst []uint16, post int) (buf []uint16, exps []int, live []bool, err error) {
 	l := p.lay
 	B, s0 := l.batch, l.stages[0]
 	exps = make([]int, B)
@@ -340,7 +349,7 @@ func (p *program) pack(what string, xs [][]complex128, dst []uint16) (buf []uint
 	}
 	half := func(v float32) uint16 { return uint16(fp16.FromFloat32(v)) } // v is an fp16 value
 	for b, x := range xs {
-		e, ok, err := l.inputScale(what, x)
+		e, ok, err := l.inputScale(what, x, post)
 		if err != nil {
 			return nil, nil, nil, err
 		}
