@@ -4,8 +4,9 @@ import "errors"
 
 // Errors wrapped by train.
 var (
-	// ErrConfig reports a bad configuration: a learning rate ≤ 0, a β
-	// outside [0, 1), a missing network, loss or optimizer.
+	// ErrConfig reports a bad configuration: a learning rate ≤ 0 or one
+	// whose device factor fp16 cannot carry (below about 4e-9 or above
+	// 65504), a β outside [0, 1), a missing network, loss or optimizer.
 	ErrConfig = errors.New("train: bad configuration")
 	// ErrParam reports a parameter that does not fit the network: a weight
 	// naming no input, an input with no weight, a shape mismatch.

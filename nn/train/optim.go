@@ -64,18 +64,19 @@ func (o SGD) build(b *stepBuilder, p *param, gk dataflow.Value) (dataflow.Value,
 		next = append(next, nb)
 		dir = nb
 	}
-	step := g.Mul(dir, g.Mul(b.scalar("train_sgd_lr"), b.ok))
+	step := b.rate(dir, "train_sgd_lr")
 	if o.WeightDecay > 0 {
-		step = g.Add(step, g.Mul(p.hi, g.Mul(b.scalar("train_sgd_wd"), b.ok)))
+		step = g.Add(step, b.rate(p.hi, "train_sgd_wd"))
 	}
 	return step, next
 }
 
 func (o SGD) scalars(_ int, u, f float64) map[string]float64 {
 	lr := o.LR * f
-	m := map[string]float64{"train_sgd_lr": -lr * u / gradUnit}
+	m := map[string]float64{}
+	splitRate(m, "train_sgd_lr", -lr*u/gradUnit)
 	if o.WeightDecay > 0 {
-		m["train_sgd_wd"] = -lr * o.WeightDecay * u
+		splitRate(m, "train_sgd_wd", -lr*o.WeightDecay*u)
 	}
 	return m
 }
@@ -136,9 +137,9 @@ func (o Adam) build(b *stepBuilder, p *param, gk dataflow.Value) (dataflow.Value
 	q := g.Add(g.Mul(g.Square(rs), g.Scalar(b2)), g.Mul(g.Square(gs), g.Scalar(1-b2)))
 	rC := g.Mul(s, g.Sqrt(q))
 	rN := g.Add(r, g.Mul(g.Sub(rC, r), b.ok))
-	step := g.Mul(g.Div(mN, g.Add(rN, b.scalar("train_adam_eps"))), g.Mul(b.scalar("train_adam_lr"), b.ok))
+	step := b.rate(g.Div(mN, g.Add(rN, b.scalar("train_adam_eps"))), "train_adam_lr")
 	if o.WeightDecay > 0 {
-		step = g.Add(step, g.Mul(p.hi, g.Mul(b.scalar("train_adam_wd"), b.ok)))
+		step = g.Add(step, b.rate(p.hi, "train_adam_wd"))
 	}
 	return step, []dataflow.Value{mN, rN}
 }
@@ -149,13 +150,39 @@ func (o Adam) scalars(t int, u, f float64) map[string]float64 {
 	lr := o.LR * f
 	lrT := lr * c2 / (1 - math.Pow(b1, float64(t)))
 	m := map[string]float64{
-		"train_adam_lr": -lrT * u,
 		// ε in the state's unit; fp16's smallest normal keeps m/(r+ε)
 		// finite where a gradient has always been zero.
 		"train_adam_eps": math.Max(eps*gradUnit*c2, 0x1p-14),
 	}
+	splitRate(m, "train_adam_lr", -lrT*u)
 	if o.WeightDecay > 0 {
-		m["train_adam_wd"] = -lr * o.WeightDecay * u
+		splitRate(m, "train_adam_wd", -lr*o.WeightDecay*u)
 	}
 	return m
+}
+
+// rateExp suffixes the name of the power of two that carries a rate's
+// exponent. A rate (a learning rate or a decay, times the step unit) of
+// 1e-5 is subnormal in fp16, which an engine may flush to zero — every
+// update lost without a sign — so the host writes it as a·2^−k, a and
+// 2^−k both normal (k ≤ 14), and the device multiplies by a, then by
+// 2^−k: exact unless the step itself is subnormal, and for k = 0 the
+// single product it always was.
+const rateExp = "_exp"
+
+// rate is v times the host's rate name (split as rateExp says), gated by
+// b.ok.
+func (b *stepBuilder) rate(v dataflow.Value, name string) dataflow.Value {
+	g := b.g
+	return g.Mul(g.Mul(v, g.Mul(b.scalar(name), b.ok)), b.scalar(name+rateExp))
+}
+
+// splitRate stores v as m[name]·m[name+rateExp], the second the power of
+// two 2^−k with k ∈ [0, 14] the least that makes |m[name]| ≥ 2⁻¹⁴.
+func splitRate(m map[string]float64, name string, v float64) {
+	k := 0
+	for v != 0 && math.Abs(math.Ldexp(v, k)) < 0x1p-14 && k < 14 {
+		k++
+	}
+	m[name], m[name+rateExp] = math.Ldexp(v, k), math.Ldexp(1, -k)
 }

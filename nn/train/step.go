@@ -87,7 +87,10 @@ func (c *Config) check() error {
 			return fmt.Errorf("train: loss scale %g, want a power of two in [2⁻⁵, 2¹⁵]: %w", s, ErrConfig)
 		}
 	}
-	return c.Optimizer.check()
+	if err := c.Optimizer.check(); err != nil {
+		return err
+	}
+	return checkScalars(c.Optimizer.scalars(1, stepUnit(c.Update), 1), 1)
 }
 
 // stepUnit is the unit of an optimizer's step: 2¹⁰ for the lo half of a
@@ -348,9 +351,37 @@ func (s *step) hostScalars(t int, scale float64) (map[string]float64, error) {
 	}
 	u := stepUnit(s.update)
 	m := s.opt.scalars(t, u, f)
+	if err := checkScalars(m, f); err != nil {
+		return nil, err
+	}
 	m[inScale] = scale
 	m[inUnit] = gradUnit / scale
 	return m, nil
+}
+
+// checkScalars refuses optimizer scalars that fp16 cannot carry: beyond
+// its range, or nonzero and below its normal range (2⁻¹⁴; 2⁻²⁸ for a
+// rate split by its power of two, see rateExp), which the engine may
+// flush to zero so that the updates are silently lost. f is the
+// schedule's factor, for the message.
+func checkScalars(m map[string]float64, f float64) error {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		if !strings.HasSuffix(name, rateExp) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		v, lo := m[name], 0x1p-14
+		if p, ok := m[name+rateExp]; ok {
+			v, lo = v*p, 0x1p-28
+		}
+		if a := math.Abs(v); a != 0 && !(a >= lo && a <= fp16.MaxValue) {
+			return fmt.Errorf("train: the optimizer's device factor %s is %g (the learning rate times the schedule's factor %g and the step unit), outside [%g, 65504], what fp16 carries: the updates would be lost or overflow: choose a larger (or smaller) learning rate or weight decay, or Compensated updates for small ones: %w", name, v, f, lo, ErrConfig)
+		}
+	}
+	return nil
 }
 
 func weightNames(ws nn.Weights) string {

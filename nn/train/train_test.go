@@ -571,6 +571,59 @@ func TestStepOverflowSkipsStep(t *testing.T) {
 	}
 }
 
+// TestSmallLearningRate: one weight w = 1 with x = 1 and target 5 has the
+// MSE gradient −8 exactly, so one compensated SGD step at LR 3e-5 moves it
+// by 2.4e-4. The device's rate factor, 3e-5, is subnormal in fp16, and
+// the pessimistic simulator (sim-narrow, which flushes subnormals as an
+// engine may) lost every update without a sign: w stayed 1. The rate now
+// crosses as 1.2e-4·2⁻², both normal; the step is within 4u of 2.4e-4
+// (the rounding of the rate, its product with the gradient and the add
+// into lo). A rate below what the split carries (LR 1e-9) is ErrConfig
+// at New, and a schedule that takes it there is ErrConfig at Step.
+func TestSmallLearningRate(t *testing.T) {
+	net := func(g *dataflow.Graph, batch int) (dataflow.Value, dataflow.Value) {
+		x := g.Input("x", dataflow.Shape{batch, 1})
+		w := g.Input("w", dataflow.Shape{1, 1})
+		return x, g.MatMul(x, w, false, true)
+	}
+	w0 := nn.Weights{"w": {Name: "w", Shape: []int{1, 1}, Data: []float64{1}}}
+	b := Batch{X: []float64{1}, Y: []float64{5}}
+	cfg := Config{Network: net, Weights: w0, Batch: 1, Loss: MeanSquaredError, Optimizer: SGD{LR: 3e-5}}
+	for _, name := range []string{"sim", "sim-narrow"} {
+		tr, err := New(cfg, open(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Step(b); err != nil {
+			t.Fatal(err)
+		}
+		ws, err := tr.Weights()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := ws["w"].Data[0] - 1; math.Abs(d-2.4e-4) > 4*u*2.4e-4 {
+			t.Errorf("%s: one step at LR 3e-5 moved w by %g, want 2.4e-4 ± %.2g", name, d, 4*u*2.4e-4)
+		}
+		tr.Close()
+	}
+	tiny := cfg
+	tiny.Optimizer = SGD{LR: 1e-9}
+	if _, err := New(tiny, open(t, "sim")); !errors.Is(err, ErrConfig) {
+		t.Errorf("LR 1e-9: %v, want ErrConfig", err)
+	}
+	sched := cfg
+	sched.Optimizer = SGD{LR: 1e-3}
+	sched.Schedule = func(int) float64 { return 1e-6 }
+	tr, err := New(sched, open(t, "sim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Step(b); !errors.Is(err, ErrConfig) {
+		t.Errorf("LR 1e-3 scheduled down to 1e-9: %v, want ErrConfig", err)
+	}
+}
+
 // TestCompensatedUpdates is the ablation in its plainest form: a single
 // weight w = 1 learns a target of 1.01 by SGD with steps of about 1e-5 —
 // below half of fp16's spacing at 1 (2⁻¹¹ ≈ 4.9e-4). Plain fp16 updates
