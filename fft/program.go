@@ -248,14 +248,18 @@ func flushSubnormals(h []uint16) {
 }
 
 // run transforms the signals xs (each of length lay.total) in one
-// dispatch, adding it to st and the device's time to *dev. Each result is
+// dispatch, adding it to st, and to *dev the device's time and the time
+// spent waiting for another call's dispatch (whose host work is that
+// call's). Each result is
 // the transform times 2^post (post ≤ 0: the inverse divides by the length
 // on the way, so that a result no larger than its input never passes
 // through the unnormalized transform's n-fold larger values), and goes
 // into into[b] when into is not nil (it may be xs[b]: a transform in
 // place).
 func (p *program) run(what string, xs, into [][]complex128, post int, st *Stats, dev *time.Duration) ([][]complex128, error) {
+	wait := time.Now()
 	p.disp.mu.Lock()
+	*dev += time.Since(wait)
 	// An FP16 program's input is encoded straight into the device's
 	// surface where its rows lie end to end there.
 	var dst []uint16

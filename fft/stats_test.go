@@ -2,13 +2,16 @@ package fft
 
 import (
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/dsp/fourier"
 
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
+	"github.com/anemone-go/anemone/shim"
 )
 
 // TestStatsForward65536: a transform of n = 65536 points is one dispatch
@@ -105,4 +108,74 @@ func TestForwardTo(t *testing.T) {
 		require.ErrorIs(t, err, ErrShape)
 		require.NoError(t, p.Close())
 	}
+}
+
+// slowDevice wraps a device whose compiles and runs take at least the
+// given times (wall time the host does not spend working).
+type slowDevice struct {
+	shim.Device
+	compile, run time.Duration
+}
+
+func (d slowDevice) Compile(p *lower.Program) (shim.Executable, error) {
+	time.Sleep(d.compile)
+	exe, err := d.Device.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	return slowExe{exe, d.run}, nil
+}
+
+type slowExe struct {
+	shim.Executable
+	run time.Duration
+}
+
+func (e slowExe) Run(in [][]float32) ([][]float32, error) {
+	time.Sleep(e.run)
+	return e.Executable.Run(in)
+}
+
+// TestStatsHostIsHostWork: Stats.Host counts a call's own host work, not
+// the time it waits for another call's dispatch on the same plan (two
+// concurrent calls on a device whose runs take 200 ms: the second waited
+// 200 ms, which was in its Host), nor the time a Plan method spends
+// building the program of a new batch size (a compile of 200 ms), which
+// ModeledCompile models and the package functions never counted. A
+// 64-point transform's host work is microseconds; the bound 100 ms is
+// half the sleep. The results match gonum's FFT to the FP16 tolerance.
+func TestStatsHostIsHostWork(t *testing.T) {
+	const n, pause = 64, 200 * time.Millisecond
+	base := openDevice(t, "sim")
+	tol := tolerance("sim", precision.FP16, []int{n})
+	x := signals[0].gen(n, newRNG(3, n))
+	want := fourier.NewCmplxFFT(n).Coefficients(nil, x)
+
+	p, err := NewPlan(n, &Settings{Device: slowDevice{Device: base, run: pause}})
+	require.NoError(t, err)
+	defer p.Close()
+	ys := make([][]complex128, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range ys {
+		wg.Go(func() { ys[i], errs[i] = p.Forward(x) })
+	}
+	wg.Wait()
+	for i := range ys {
+		require.NoError(t, errs[i])
+		requireAccurate(t, ys[i], want, tol, "concurrent Forward")
+	}
+	st := p.Stats()
+	require.Equal(t, 2, st.Dispatches)
+	require.Less(t, st.Host, pause/2, "Host of two concurrent calls: %v", st.Host)
+
+	q, err := NewPlan(n, &Settings{Device: slowDevice{Device: base, compile: pause}})
+	require.NoError(t, err)
+	defer q.Close()
+	out, err := q.ForwardMany([][]complex128{x, x})
+	require.NoError(t, err)
+	for _, y := range out {
+		requireAccurate(t, y, want, tol, "ForwardMany")
+	}
+	require.Less(t, q.Stats().Host, pause/2, "Host of a call that compiled its batch's program: %v", q.Stats().Host)
 }
