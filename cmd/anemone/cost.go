@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -12,7 +13,12 @@ import (
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/krylov"
 	"github.com/anemone-go/anemone/lower"
+	"github.com/anemone-go/anemone/shim"
 )
+
+// familySimulator is the simulator whose target is each family's, for the
+// programs krylov lowers for a device.
+var familySimulator = map[string]string{"ane-m1": "sim-m1", "ane-m3": "sim-m3", "ane-m5": "sim-m5"}
 
 // costFamilies are the ANE families `anemone cost` prices, in order.
 var costFamilies = []string{"ane-m1", "ane-m2", "ane-m3", "ane-m4", "ane-m5"}
@@ -22,6 +28,12 @@ type costParams struct {
 	M, K, N int // the kernels' sizes; N is also the grid side of the grid programs
 	Unroll  int // CG iterations per program (cgplain, cg)
 	Restart int // GMRES steps per program (gmres)
+
+	// Target is what the kernels and costPrograms are lowered for.
+	Target lower.Target
+	// Device, when not nil, is the device whose target krylov lowers the
+	// solvers' programs for (costSolvers); nil means the default device.
+	Device shim.Device
 }
 
 // costProgram builds a graph and says how many unknowns and iterations it
@@ -31,10 +43,28 @@ type costProgram struct {
 	build func(p costParams) (g *dataflow.Graph, unknowns, iterations int, err error)
 }
 
+// gridInRow refuses an n×n grid whose vector [1, n²] is longer than the
+// target's row (stencil and cgplain lay the grid out in one row; the
+// solvers' programs keep it on its grid): lowering would refuse it only
+// after building constants of n² elements.
+func gridInRow(p costParams) error {
+	if err := positive(size{"n", p.N}); err != nil {
+		return err
+	}
+	if float64(p.N)*float64(p.N) > float64(p.Target.MaxSpatial) {
+		return fmt.Errorf("%w: -n %d: the %d×%d grid's vector is longer than target %s's last-dimension limit of %d (use -n %d or less)",
+			errUsage, p.N, p.N, p.N, p.Target.Name, p.Target.MaxSpatial, int(math.Sqrt(float64(p.Target.MaxSpatial))))
+	}
+	return nil
+}
+
 // costPrograms are the programs only `anemone cost` builds, besides every
 // kernel of `anemone mil`.
 var costPrograms = map[string]costProgram{
 	"stencil": {"y = A·x for the 5-point Laplacian on an n×n grid (one 3×3 conv)", func(p costParams) (*dataflow.Graph, int, int, error) {
+		if err := gridInRow(p); err != nil {
+			return nil, 0, 0, err
+		}
 		g := dataflow.New()
 		a, err := laplacian(p.N)
 		if err != nil {
@@ -44,7 +74,10 @@ var costPrograms = map[string]costProgram{
 		return g, a.Dims(), 1, g.Err()
 	}},
 	"cgplain": {"textbook CG on the n×n Laplacian, -unroll iterations: a lower bound on the solver's program", func(p costParams) (*dataflow.Graph, int, int, error) {
-		if err := positive(p.Unroll); err != nil {
+		if err := positive(size{"unroll", p.Unroll}); err != nil {
+			return nil, 0, 0, err
+		}
+		if err := gridInRow(p); err != nil {
 			return nil, 0, 0, err
 		}
 		a, err := laplacian(p.N)
@@ -57,28 +90,28 @@ var costPrograms = map[string]costProgram{
 }
 
 // costSolver builds a solver's own device program: what the solver
-// dispatches, lowered for the default device's target.
+// dispatches, lowered for the target of costParams.Device (the default
+// device's when nil).
 type costSolver struct {
 	doc   string
 	build func(p costParams) (prog *lower.Program, unknowns, iterations int, err error)
 }
 
-// costSolvers are krylov's programs. Empty until krylov exports its
-// program builders (CGProgram, GMRESProgram).
+// costSolvers are krylov's programs (krylov.CGProgram, krylov.GMRESProgram).
 var costSolvers = map[string]costSolver{
 	"cg": {"krylov's CG polynomial program on the n×n Laplacian, -unroll iterations", func(p costParams) (*lower.Program, int, int, error) {
 		a, err := laplacian(p.N)
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		if err := positive(p.Unroll); err != nil {
+		if err := positive(size{"unroll", p.Unroll}); err != nil {
 			return nil, 0, 0, err
 		}
 		poly, err := krylov.Polynomial(a)
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		prog, err := krylov.CGProgram(a, &krylov.Settings{Unroll: p.Unroll, Precond: poly})
+		prog, err := krylov.CGProgram(a, &krylov.Settings{Device: p.Device, Unroll: p.Unroll, Precond: poly})
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -93,7 +126,7 @@ var costSolvers = map[string]costSolver{
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		prog, err := krylov.CGProgram(a, &krylov.Settings{Precond: fd})
+		prog, err := krylov.CGProgram(a, &krylov.Settings{Device: p.Device, Precond: fd})
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -104,10 +137,10 @@ var costSolvers = map[string]costSolver{
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		if err := positive(p.Restart); err != nil {
+		if err := positive(size{"restart", p.Restart}); err != nil {
 			return nil, 0, 0, err
 		}
-		prog, err := krylov.GMRESProgram(a, &krylov.Settings{Restart: p.Restart})
+		prog, err := krylov.GMRESProgram(a, &krylov.Settings{Device: p.Device, Restart: p.Restart})
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -117,7 +150,7 @@ var costSolvers = map[string]costSolver{
 
 // laplacian is the 5-point Laplacian on an n×n grid, unscaled.
 func laplacian(n int) (krylov.Operator, error) {
-	if err := positive(n); err != nil {
+	if err := positive(size{"n", n}); err != nil {
 		return nil, err
 	}
 	return krylov.Stencil2D(n, n, [3][3]float64{{0, -1, 0}, {-1, 4, -1}, {0, -1, 0}})
@@ -187,6 +220,11 @@ const costModelNote = "modeled, not measured: ANEForge's published roofline (flo
 // cmdCost prices a program on every ANE family with lower.Estimate.
 //
 //	anemone cost KERNEL [-m M] [-k K] [-n N] [-unroll U] [-target T] [-json] [-nodes]
+//
+// The solvers' programs (cg, cg-fd, gmres) are built by krylov for a
+// device's target: -target sim (the default) uses the default device, and
+// ane-m1, ane-m3 or ane-m5 that family's simulator; no simulator has the
+// ane-m2 or ane-m4 rules, so those targets are refused for them.
 func cmdCost(args []string, w io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
 		return fmt.Errorf("%w: cost: name a program (%s)", errUsage, strings.Join(costNames(), ", "))
@@ -203,7 +241,7 @@ func cmdCost(args []string, w io.Writer) error {
 		fsName, rest = "cost "+name, args[1:]
 	}
 	fs := newFlags(fsName)
-	target := fs.String("target", "sim", "target to lower kernels for: sim, ane-m1 … ane-m5")
+	target := fs.String("target", "sim", "target to lower for: sim, ane-m1 … ane-m5 (cg, cg-fd, gmres: sim, ane-m1, ane-m3 or ane-m5, through that family's simulator)")
 	var cp costParams
 	fs.IntVar(&cp.M, "m", 64, "rows of the left operand")
 	fs.IntVar(&cp.K, "k", 64, "contraction length")
@@ -219,7 +257,18 @@ func cmdCost(args []string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	cp.Target = t
 	if isSolver {
+		if *target != "sim" {
+			dev, ok := familySimulator[*target]
+			if !ok {
+				return fmt.Errorf("%w: cost %s: -target %s: krylov lowers its programs for a device, and no simulator follows %s's rules (sim, ane-m1, ane-m3 or ane-m5)", errUsage, name, *target, *target)
+			}
+			if cp.Device, err = shim.Open(dev); err != nil {
+				return err
+			}
+			defer cp.Device.Close()
+		}
 		p, unknowns, iterations, err := solver.build(cp)
 		if err != nil {
 			return err
@@ -229,7 +278,7 @@ func cmdCost(args []string, w io.Writer) error {
 	var g *dataflow.Graph
 	var unknowns, iterations int
 	if isKernel {
-		g, err = kernels[name].build(cp.M, cp.K, cp.N)
+		g, err = kernels[name].build(t, cp.M, cp.K, cp.N)
 	} else {
 		g, unknowns, iterations, err = prog.build(cp)
 	}

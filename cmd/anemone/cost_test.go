@@ -88,7 +88,7 @@ func TestCostFlops(t *testing.T) {
 // measured floors (M1 220 µs, M5 110 µs) under every time.
 func TestCostMatchesEstimate(t *testing.T) {
 	rep := costJSON(t, "stencil", "-n", "32")
-	g, _, _, err := costPrograms["stencil"].build(costParams{N: 32})
+	g, _, _, err := costPrograms["stencil"].build(costParams{N: 32, Target: lower.TargetSim})
 	require.NoError(t, err)
 	p, err := lower.Lower(g, lower.TargetSim)
 	require.NoError(t, err)

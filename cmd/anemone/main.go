@@ -11,8 +11,9 @@
 // Every command's -h (or "anemone help COMMAND") prints its usage line and
 // its flags with their defaults, and exits 0.
 //
-// The device is chosen by -device or $ANEMONE_DEVICE (ane, sim, sim-narrow);
-// by default the ANE when present, the simulator otherwise.
+// The device is chosen by -device or $ANEMONE_DEVICE (ane, sim, sim-narrow,
+// or the per-family simulators sim-m1, sim-m3, sim-m5); by default the ANE
+// when present, the simulator otherwise.
 package main
 
 import (
@@ -36,6 +37,12 @@ import (
 
 // errUsage marks a command-line mistake: usage is printed and the exit code is 2.
 var errUsage = errors.New("usage")
+
+// deviceHelp is the -device flag's description: the registered devices.
+const deviceHelp = "device: ane, sim, sim-narrow, or a family's simulator sim-m1, sim-m3, sim-m5 (default: $ANEMONE_DEVICE, else the ANE when present, else sim)"
+
+// targetHelp is the -target flag's description: lower's targets.
+const targetHelp = "target: sim, ane-m1, ane-m2, ane-m3, ane-m4 or ane-m5"
 
 func main() {
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
@@ -133,7 +140,10 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	case "cost":
 		return cmdCost(args[1:], stdout)
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && args[0] == "help" && slices.Contains(commands, args[1]) {
+		if len(args) > 1 && args[0] == "help" {
+			if !slices.Contains(commands, args[1]) {
+				return fmt.Errorf("%w: help: unknown command %q", errUsage, args[1])
+			}
 			return dispatch([]string{args[1], "-h"}, stdout, stderr)
 		}
 		usage(stdout)
@@ -164,7 +174,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 func cmdInfo(args []string, w io.Writer) error {
 	fs := newFlags("info")
-	name := fs.String("device", "", "device: ane, sim or sim-narrow")
+	name := fs.String("device", "", deviceHelp)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -191,7 +201,7 @@ func cmdInfo(args []string, w io.Writer) error {
 
 func cmdCaps(args []string, w io.Writer) error {
 	fs := newFlags("caps")
-	name := fs.String("device", "", "device: ane, sim or sim-narrow")
+	name := fs.String("device", "", deviceHelp)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -248,7 +258,7 @@ func cmdMIL(args []string, w io.Writer) error {
 		fsName, rest = "mil "+args[0], args[1:]
 	}
 	fs := newFlags(fsName)
-	target := fs.String("target", "sim", "target: sim, ane-m1, ane-m2, ane-m3, ane-m4")
+	target := fs.String("target", "sim", targetHelp)
 	m := fs.Int("m", 64, "rows of the left operand")
 	kk := fs.Int("k", 64, "contraction length")
 	n := fs.Int("n", 64, "columns of the right operand")
@@ -260,7 +270,7 @@ func cmdMIL(args []string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	g, err := k.build(*m, *kk, *n)
+	g, err := k.build(t, *m, *kk, *n)
 	if err != nil {
 		return err
 	}

@@ -266,17 +266,23 @@ func TestAvailableMemory(t *testing.T) {
 	}
 }
 
-// TestSolveNoSummaryWhenNotStarted: a setting the solver refuses (GMRES's
-// restart above krylov.MaxRestart, CG's unroll above krylov.MaxUnroll)
-// returns the solver's error and prints no "converged … after 0
-// dispatches" summary.
+// TestSolveNoSummaryWhenNotStarted: a setting out of the solver's range
+// (GMRES's restart above krylov.MaxRestart, CG's unroll above
+// krylov.MaxUnroll: usage errors, checked before the device is opened) or
+// one krylov refuses (FastDiagonalization past its side) returns an error
+// and prints no "converged … after 0 dispatches" summary.
 func TestSolveNoSummaryWhenNotStarted(t *testing.T) {
-	for _, args := range [][]string{
-		{"solve", "convdiff", "-n", "16", "-restart", "40"},
-		{"solve", "poisson", "-n", "16", "-precond", "polynomial", "-unroll", "100000"},
+	for _, c := range []struct {
+		args []string
+		want error
+	}{
+		{[]string{"solve", "convdiff", "-n", "16", "-restart", "40"}, errUsage},
+		{[]string{"solve", "poisson", "-n", "16", "-precond", "polynomial", "-unroll", "100000"}, errUsage},
+		{[]string{"solve", "poisson", "-n", "1100", "-precond", "fd"}, krylov.ErrUnsupported},
 	} {
+		args := c.args
 		out, err := runCmd(args...)
-		require.ErrorIs(t, err, krylov.ErrInput, "%v", args)
+		require.ErrorIs(t, err, c.want, "%v", args)
 		require.NotContains(t, out, "converged", "%v", args)
 		require.NotContains(t, out, "after 0 dispatches", "%v", args)
 		require.NotContains(t, out, "dispatch ", "no table header either")

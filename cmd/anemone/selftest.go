@@ -19,7 +19,7 @@ import (
 // departure is a finding, not a failure.
 func cmdSelftest(args []string, w io.Writer) error {
 	fs := newFlags("selftest")
-	name := fs.String("device", "", "device: ane, sim or sim-narrow (default: the ANE when present, else the simulator)")
+	name := fs.String("device", "", "device: ane, sim or sim-narrow (default: $ANEMONE_DEVICE, else the ANE when present, else sim)")
 	short := fs.Bool("short", false, "a quick run: fewer sweep points, no compile-budget count")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	if err := parse(fs, args); err != nil {
@@ -53,9 +53,13 @@ func cmdSelftest(args []string, w io.Writer) error {
 	return nil
 }
 
-// openSelftestDevice opens the named device. With no name it takes the ANE
-// when one is present and the simulator otherwise, and says so.
+// openSelftestDevice opens the named device, or $ANEMONE_DEVICE when name
+// is empty. With neither it takes the ANE when one is present and the
+// simulator otherwise, and says so.
 func openSelftestDevice(name string) (shim.Device, string, error) {
+	if name == "" {
+		name = os.Getenv(shim.EnvDevice)
+	}
 	if name != "" {
 		dev, err := shim.Open(name)
 		if err != nil {

@@ -20,8 +20,12 @@ import (
 // cmdSolve solves a model problem on the device and prints the host's
 // float64 residual after every dispatch, as it goes.
 //
-//	anemone solve poisson  [-n 128] [-unroll 16] [-tol 1e-10]   CG (flexible, device Chebyshev polynomial)
-//	anemone solve convdiff [-n 64] [-pe 100] [-restart 30]       GMRES (flexible, device polynomial)
+//	anemone solve poisson  [-n 64] [-precond default|fd|polynomial] [-tol 1e-10]   CG (flexible; FastDiagonalization up to 1024², else the device polynomial)
+//	anemone solve convdiff [-n 64] [-pe 100] [-restart 30]                         GMRES (flexible, device polynomial)
+//
+// Both take b = 1. convdiff is −Δu + Pe·u_x with first-order upwinding for
+// a wind in +x, so -pe must be finite and not negative; it is not
+// reference.ConvectionDiffusion2D, whose wind is diagonal.
 //
 // A size whose memory estimate (solveBytes) exceeds what the machine has
 // (availableMemory) is refused before anything is allocated; a solve that
@@ -39,7 +43,7 @@ func cmdSolve(args []string, w io.Writer) error {
 		return fmt.Errorf("%w: solve: unknown problem %q (poisson, convdiff)", errUsage, problem)
 	}
 	fs := newFlags(fsName)
-	name := fs.String("device", "", "device: ane, sim or sim-narrow")
+	name := fs.String("device", "", deviceHelp)
 	n := fs.Int("n", 64, "interior grid points per side")
 	tol := fs.Float64("tol", 1e-10, "relative residual to reach (float64, host)")
 	unroll := fs.Int("unroll", 0, "CG: steps of the device polynomial per dispatch (0: default 16; unused with FastDiagonalization)")
@@ -51,8 +55,19 @@ func cmdSolve(args []string, w io.Writer) error {
 	if err := parse(fs, rest); err != nil {
 		return err
 	}
-	if *n < 1 || !(*tol > 0) || *unroll < 0 || *restart < 1 || *maxd < 0 {
-		return fmt.Errorf("%w: solve: -n, -tol, -restart must be positive, -unroll and -max-dispatches not negative", errUsage)
+	switch {
+	case *n < 1:
+		return fmt.Errorf("%w: solve: -n %d: the grid side must be positive", errUsage, *n)
+	case !(*tol > 0 && *tol < 1):
+		return fmt.Errorf("%w: solve: -tol %v: the relative residual to reach must be above 0 and below 1 (x = 0 already has 1)", errUsage, *tol)
+	case *unroll < 0 || *unroll > krylov.MaxUnroll:
+		return fmt.Errorf("%w: solve: -unroll %d: use 1 … %d device steps per dispatch, or 0 for the default", errUsage, *unroll, krylov.MaxUnroll)
+	case *restart < 1 || *restart > krylov.MaxRestart:
+		return fmt.Errorf("%w: solve: -restart %d: use 1 … %d GMRES steps per cycle", errUsage, *restart, krylov.MaxRestart)
+	case *maxd < 0:
+		return fmt.Errorf("%w: solve: -max-dispatches %d: must not be negative (0: the default)", errUsage, *maxd)
+	case !(*pe >= 0) || math.IsInf(*pe, 1):
+		return fmt.Errorf("%w: solve: -pe %v: the Péclet number must be finite and not negative (the wind blows in +x)", errUsage, *pe)
 	}
 	unknowns := float64(*n) * float64(*n)
 	need := solveBytes(problem, unknowns, *restart)
