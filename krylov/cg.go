@@ -34,7 +34,8 @@ import (
 // iterate it met (never worse than x = 0) with an error wrapping
 // ErrNotConverged: MaxDispatches spent, stagnation, divergence, NaN, or a
 // direction of zero curvature. ErrShape and ErrInput report bad input;
-// ErrNotSPD a zero operator, a negative diagonal entry, negative
+// ErrNotSPD a zero operator, a negative diagonal entry, a nonsymmetric
+// Stencil2D or Dense (symmetric to 1e-8 of √(a_ii·a_jj)), negative
 // curvature or an overflowing polynomial; ErrUnsupported a problem past
 // the device's limits. b = 0 gives x = 0; b of any finite magnitude is
 // scaled by a power of two first.
@@ -126,7 +127,20 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 		}
 	}
 	st, isStencil := a.(*stencilOp)
-	_, isDense := a.(*denseOp)
+	d, isDense := a.(*denseOp)
+	// A nonsymmetric Stencil2D or Dense is refused here, where it is
+	// cheap to see, rather than after MaxDispatches of a CG that cannot
+	// converge (or converges at many times GMRES's cost).
+	switch {
+	case isStencil:
+		if i, j, ok := st.asymmetry(); !ok {
+			return nil, fmt.Errorf("krylov: CG needs a symmetric positive definite operator; the stencil is not symmetric: c[%d][%d] = %g but c[%d][%d] = %g (a symmetric stencil has c[i][j] = c[2−i][2−j]): use GMRES for a nonsymmetric operator: %w", i, j, st.c[i][j], 2-i, 2-j, st.c[2-i][2-j], ErrNotSPD)
+		}
+	case isDense:
+		if i, j, ok := d.symmetric(); !ok {
+			return nil, fmt.Errorf("krylov: CG needs a symmetric positive definite operator; the matrix is not symmetric: entry (%d, %d) is %g but (%d, %d) is %g (they may differ by %g of √(a_ii·a_jj)): use GMRES for a nonsymmetric matrix: %w", i, j, d.a[i*d.n+j], j, i, d.a[j*d.n+i], symmetryTol, ErrNotSPD)
+		}
+	}
 	bound := norm
 	if set.Precond == nil && isStencil {
 		// The default for a stencil FastDiagonalization accepts is its
@@ -147,7 +161,7 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 			// A constant diagonal: D^(−½)·A·D^(−½) is a multiple of A, and
 			// the polynomial (and the solve) does not depend on the scale.
 		case isDense:
-			plan.dop, plan.sdiag = pre.scaledDense(a.(*denseOp))
+			plan.dop, plan.sdiag = pre.scaledDense(d)
 			bound = plan.dop.NormInf()
 		default:
 			if len(pre.inv) != n {

@@ -11,8 +11,9 @@ var (
 	// out of range.
 	ErrInput = errors.New("krylov: invalid input")
 	// ErrNotSPD reports an operator that is not symmetric positive definite,
-	// detected before CG runs (a zero operator, a negative diagonal entry)
-	// or by the iteration (a search direction with pᵀAp < 0).
+	// detected before CG runs (a zero operator, a negative diagonal entry,
+	// a Stencil2D or Dense that is not symmetric) or by the iteration (a
+	// search direction with pᵀAp < 0).
 	ErrNotSPD = errors.New("krylov: operator is not symmetric positive definite")
 	// ErrNotConverged reports a solve that stopped before reaching Tol. The
 	// result is returned with it, history attached.

@@ -181,6 +181,10 @@ type denseOp struct {
 	peakOnce sync.Once
 	peak     float64 // max |a_ij|
 
+	symCheck sync.Once
+	asymI    int // an entry (asymI, asymJ) that breaks symmetry, or −1
+	asymJ    int
+
 	// The scaled operators the solvers put on the device, made once.
 	symOnce  sync.Once
 	sym      *denseOp // S·A·S (CG), or nil when A needs no scaling
@@ -272,6 +276,35 @@ func (d *denseOp) blockedApply(g *dataflow.Graph, x dataflow.Value, scale, k int
 		}
 	}
 	return scalePow2(g, g.Reshape(y, x.Shape()), -k)
+}
+
+// symmetryTol: CG takes a dense matrix as symmetric when |a_ij − a_ji| ≤
+// symmetryTol·√(a_ii·a_jj) for every pair, a bound that diagonal scaling
+// does not change and that rounding in forming A (a product such as
+// Q·Λ·Qᵀ, say) stays far below.
+const symmetryTol = 1e-8
+
+// symmetric reports whether A is symmetric to symmetryTol, and if not an
+// entry (i, j) that is not, checked once per operator.
+func (d *denseOp) symmetric() (int, int, bool) {
+	d.symCheck.Do(func() {
+		d.asymI, d.asymJ = -1, -1
+		n := d.n
+		for i := range n {
+			si := math.Sqrt(math.Abs(d.a[i*n+i]))
+			for j := i + 1; j < n; j++ {
+				u, v := d.a[i*n+j], d.a[j*n+i]
+				if u == v {
+					continue
+				}
+				if math.Abs(u-v) > symmetryTol*si*math.Sqrt(math.Abs(d.a[j*n+j])) {
+					d.asymI, d.asymJ = i, j
+					return
+				}
+			}
+		}
+	})
+	return d.asymI, d.asymJ, d.asymI < 0
 }
 
 // maxAbs is the largest |a_ij|.
@@ -390,6 +423,24 @@ func (s *stencilOp) lambdaMin() (float64, bool) {
 func (s *stencilOp) eigenvalue(u, v float64) float64 {
 	c := s.c
 	return c[1][1] + c[1][0]*u + c[0][1]*v + c[0][0]*u*v
+}
+
+// asymmetry reports whether the stencil's matrix is symmetric, and if not
+// a coefficient c[i][j] ≠ c[2−i][2−j]; a coefficient of an offset the grid
+// has no room for (dx ≠ 0 with nx = 1, dy ≠ 0 with ny = 1) is no entry
+// of the matrix and is not compared.
+func (s *stencilOp) asymmetry() (int, int, bool) {
+	for i := range 3 {
+		for j := range 3 {
+			if (i != 1 && s.ny == 1) || (j != 1 && s.nx == 1) {
+				continue
+			}
+			if s.c[i][j] != s.c[2-i][2-j] {
+				return i, j, false
+			}
+		}
+	}
+	return 0, 0, true
 }
 
 func (s *stencilOp) Dims() int        { return s.nx * s.ny }
