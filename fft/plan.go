@@ -397,6 +397,7 @@ func cachedPlan(what string, dims []int, s *Settings) (*Plan, func(), error) {
 // one dispatch of a plan kept in a package cache. See Plan.Forward for the
 // errors and the package documentation for the accuracy of each mode.
 func Forward(x []complex128, s *Settings) ([]complex128, error) {
+	resetStats(s)
 	if err := checkLen("Forward", len(x)); err != nil {
 		return nil, err
 	}
@@ -412,6 +413,15 @@ func Forward(x []complex128, s *Settings) ([]complex128, error) {
 	return ys[0], nil
 }
 
+// resetStats zeroes s.Stats at the start of a package function's call, so
+// that a call that fails before it transforms reports nothing done rather
+// than the previous call's costs.
+func resetStats(s *Settings) {
+	if st := callStats(s); st != nil {
+		*st = Stats{}
+	}
+}
+
 // callStats is where a package function stores what its call cost: s.Stats,
 // or nil.
 func callStats(s *Settings) *Stats {
@@ -424,6 +434,7 @@ func callStats(s *Settings) *Stats {
 // Inverse returns the inverse DFT of y normalized by 1/n, so that
 // Inverse(Forward(x)) ≈ x.
 func Inverse(y []complex128, s *Settings) ([]complex128, error) {
+	resetStats(s)
 	if err := checkLen("Inverse", len(y)); err != nil {
 		return nil, err
 	}
@@ -444,6 +455,7 @@ func Inverse(y []complex128, s *Settings) ([]complex128, error) {
 // follow from X_(n−k) = conj(X_k)). The device transforms x as a complex
 // sequence with zero imaginary parts.
 func RealForward(x []float64, s *Settings) ([]complex128, error) {
+	resetStats(s)
 	if err := checkLen("RealForward", len(x)); err != nil {
 		return nil, err
 	}
@@ -463,6 +475,7 @@ func RealForward(x []float64, s *Settings) ([]complex128, error) {
 // len(x)) ≈ x. len(c) must be n/2+1 (ErrShape); the imaginary parts of
 // c[0] and, for even n, c[n/2] are ignored, as gonum's FFT.Sequence does.
 func RealInverse(c []complex128, n int, s *Settings) ([]float64, error) {
+	resetStats(s)
 	if err := checkLen("RealInverse", n); err != nil {
 		return nil, err
 	}
@@ -496,6 +509,7 @@ func RealInverse(c []complex128, n int, s *Settings) ([]float64, error) {
 // dispatch. len(x) must be rows·cols (ErrShape); each dimension must be a
 // supported length and rows·cols ≤ MaxLen (ErrUnsupported).
 func Forward2D(x []complex128, rows, cols int, s *Settings) ([]complex128, error) {
+	resetStats(s)
 	p, release, err := plan2D("Forward2D", len(x), rows, cols, s)
 	if err != nil {
 		return nil, err
@@ -510,6 +524,7 @@ func Forward2D(x []complex128, rows, cols int, s *Settings) ([]complex128, error
 
 // Inverse2D is the inverse of Forward2D, normalized by 1/(rows·cols).
 func Inverse2D(y []complex128, rows, cols int, s *Settings) ([]complex128, error) {
+	resetStats(s)
 	p, release, err := plan2D("Inverse2D", len(y), rows, cols, s)
 	if err != nil {
 		return nil, err

@@ -179,3 +179,34 @@ func TestStatsHostIsHostWork(t *testing.T) {
 	}
 	require.Less(t, q.Stats().Host, pause/2, "Host of a call that compiled its batch's program: %v", q.Stats().Host)
 }
+
+// TestStatsOfFailedCall: Settings.Stats receives what the call did, so a
+// call that fails before any dispatch (a bad length, a wrong coefficient
+// count, a bad mode, a bad 2-D shape) leaves zeros there, not the
+// previous call's costs (which it used to leave in place).
+func TestStatsOfFailedCall(t *testing.T) {
+	dev := openDevice(t, "sim")
+	var st Stats
+	s := &Settings{Device: dev, Stats: &st}
+	x := signals[0].gen(16, newRNG(4, 16))
+	fails := map[string]func() error{
+		"Forward, length 7":    func() error { _, err := Forward(make([]complex128, 7), s); return err },
+		"Inverse, length 0":    func() error { _, err := Inverse(nil, s); return err },
+		"RealForward, 11":      func() error { _, err := RealForward(make([]float64, 11), s); return err },
+		"RealInverse, 4 for 8": func() error { _, err := RealInverse(make([]complex128, 4), 8, s); return err },
+		"Forward2D, 3×3 of 8":  func() error { _, err := Forward2D(make([]complex128, 8), 3, 3, s); return err },
+		"Inverse2D, 7×2":       func() error { _, err := Inverse2D(make([]complex128, 14), 7, 2, s); return err },
+		"Float64 mode": func() error {
+			_, err := Forward(x, &Settings{Device: dev, Precision: precision.Float64, Stats: &st})
+			return err
+		},
+	}
+	for name, call := range fails {
+		y, err := Forward(x, s)
+		require.NoError(t, err)
+		requireAccurate(t, y, fourier.NewCmplxFFT(16).Coefficients(nil, x), tolerance("sim", precision.FP16, []int{16}), name)
+		require.Equal(t, 1, st.Dispatches, "%s: the successful call before", name)
+		require.Error(t, call(), name)
+		require.Equal(t, Stats{}, st, "%s: Stats of the failed call", name)
+	}
+}
