@@ -326,6 +326,36 @@ func TestNorms(t *testing.T) {
 	}
 }
 
+// TestNormZeroGamma: γ = 0 (zero-initialised scales) or γ below fp16's
+// normal range, which the layers flush to 0, used to become a multiply by
+// an all-zero constant that the lowering refuses ("mul by the constant
+// zero … a lowering bug"), so LayerNorm and RMSNorm did not compile. The
+// output is then β exactly at every position (0 without β), in both
+// layouts and on both simulators.
+func TestNormZeroGamma(t *testing.T) {
+	x := []float64{1, -2, 3, 0.5, 7, -1} // [1, 2, 1, 3] or, read as rows, [3, 2]
+	beta := nn.Tensor{Name: "beta", Shape: []int{2}, Data: []float64{0.5, -2}}
+	for _, gdata := range [][]float64{{0, 0}, {1e-6, -3e-7}} {
+		gamma := nn.Tensor{Name: "gamma", Shape: []int{2}, Data: gdata}
+		for _, dev := range devices {
+			d := open(t, dev)
+			for _, shape := range []dataflow.Shape{{1, 2, 1, 3}, {3, 2}} {
+				want := []float64{0.5, 0.5, 0.5, -2, -2, -2}
+				if len(shape) == 2 {
+					want = []float64{0.5, -2, 0.5, -2, 0.5, -2}
+				}
+				g := dataflow.New()
+				xv := g.Input("x", shape)
+				g.Output("ln", nn.LayerNorm(g, xv, gamma, beta, nn.NormOptions{Epsilon: 1e-5}))
+				g.Output("rms", nn.RMSNorm(g, xv, gamma, nn.NormOptions{Epsilon: 1e-5}))
+				out := run(t, d, g, map[string][]float64{"x": x})
+				require.Equal(t, want, out["ln"], "%s %v γ %v: LayerNorm", dev, shape, gdata)
+				require.Equal(t, make([]float64, 6), out["rms"], "%s %v γ %v: RMSNorm", dev, shape, gdata)
+			}
+		}
+	}
+}
+
 // TestNormErrors: bad epsilons and shapes are recorded in the graph and
 // returned by the lowering, wrapping nn's sentinels.
 func TestNormErrors(t *testing.T) {

@@ -168,7 +168,14 @@ func affine(g *dataflow.Graph, x, y dataflow.Value, gamma, beta Tensor) dataflow
 		shape = dataflow.Shape{1, x.Shape()[1], 1, 1}
 	}
 	if gamma.Valid() {
-		y = g.Mul(y, vector(g, gamma.Name, shape, gamma.Data))
+		if flushesToZero(gamma.Data) {
+			// γ = 0 (every entry below fp16's normal range): the lowering
+			// refuses a multiply by an all-zero constant, and y − y is the
+			// same exact zeros (y, a normalized row, is finite).
+			y = g.Sub(y, y)
+		} else {
+			y = g.Mul(y, vector(g, gamma.Name, shape, gamma.Data))
+		}
 	}
 	if beta.Valid() {
 		shape = dataflow.Shape{beta.Size()}
@@ -178,4 +185,14 @@ func affine(g *dataflow.Graph, x, y dataflow.Value, gamma, beta Tensor) dataflow
 		y = g.Add(y, vector(g, beta.Name, shape, beta.Data))
 	}
 	return y
+}
+
+// flushesToZero reports whether vector would make every entry of data 0.
+func flushesToZero(data []float64) bool {
+	for _, v := range data {
+		if math.Abs(v) >= minNormal {
+			return false
+		}
+	}
+	return true
 }
