@@ -269,6 +269,22 @@ func TestBadInput(t *testing.T) {
 			_, err = p.Forward(make([]complex128, 8))
 			return err
 		}, ErrShape, "signal 0 has 8 points"},
+		{"NaN in a batch", func() error {
+			p, err := NewPlan(16, s)
+			if err != nil {
+				return err
+			}
+			_, err = p.ForwardMany([][]complex128{make([]complex128, 16), nan})
+			return err
+		}, ErrRange, "signal 1: x[3]"},
+		{"beyond float64 in a batch", func() error {
+			p, err := NewPlan(1024, s)
+			if err != nil {
+				return err
+			}
+			_, err = p.ForwardMany([][]complex128{make([]complex128, 1024), make([]complex128, 1024), huge})
+			return err
+		}, ErrRange, "signal 2: largest modulus"},
 		{"no signals", func() error {
 			p, err := NewPlan(16, s)
 			if err != nil {

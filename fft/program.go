@@ -355,6 +355,9 @@ func (p *program) pack(what string, xs [][]complex128, dst []uint16, post int) (
 	for b, x := range xs {
 		e, ok, err := l.inputScale(what, x, post)
 		if err != nil {
+			if B > 1 { // say which signal (formatted on this path only)
+				_, _, err = l.inputScale(fmt.Sprintf("%s: signal %d", what, b), x, post)
+			}
 			return nil, nil, nil, err
 		}
 		exps[b], live[b] = e, ok
