@@ -473,6 +473,9 @@ func Softmax(g *dataflow.Graph, x dataflow.Value, axis int) dataflow.Value {
 	if !ok(g, x) {
 		return dataflow.Value{}
 	}
+	if r := len(x.Shape()); axis < -r || axis >= r {
+		return fail(g, ErrShape, "softmax: axis %d is outside [-%d, %d), the axes of the input of shape %v", axis, r, r, x.Shape())
+	}
 	return g.Softmax(g.Sub(x, g.ReduceMax(x, []int{axis}, true)), axis)
 }
 

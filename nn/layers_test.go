@@ -580,6 +580,10 @@ func TestLayerErrors(t *testing.T) {
 		{"nan_weight", func(g *dataflow.Graph, x dataflow.Value) {
 			nn.Linear(g, x, nn.Tensor{Name: "w", Shape: []int{1, 8}, Data: []float64{1, 2, math.NaN(), 4, 5, 6, 7, 8}}, nn.Tensor{})
 		}, nn.ErrRange},
+		// An axis the input does not have was dataflow's invalid graph,
+		// wrapping no nn sentinel.
+		{"softmax_axis", func(g *dataflow.Graph, x dataflow.Value) { nn.Softmax(g, x, 4) }, nn.ErrShape},
+		{"softmax_axis_negative", func(g *dataflow.Graph, x dataflow.Value) { nn.Softmax(g, x, -5) }, nn.ErrShape},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
