@@ -355,6 +355,18 @@ func TestBadInput(t *testing.T) {
 	if st := tr.Stats(); st.Steps != 0 {
 		t.Errorf("%d steps ran on bad batches", st.Steps)
 	}
+	// A closed trainer is ErrDevice and shim.ErrClosed (a Step was
+	// ErrBatch, as if the batch were bad).
+	tr.Close()
+	if _, err := tr.Step(good); !errors.Is(err, ErrDevice) || !errors.Is(err, shim.ErrClosed) || errors.Is(err, ErrBatch) {
+		t.Errorf("Step after Close: %v, want ErrDevice and shim.ErrClosed", err)
+	}
+	if _, err := tr.Predict(good.X[:40]); !errors.Is(err, ErrDevice) || !errors.Is(err, shim.ErrClosed) {
+		t.Errorf("Predict after Close: %v, want ErrDevice and shim.ErrClosed", err)
+	}
+	if _, err := tr.Checkpoint(); !errors.Is(err, ErrDevice) || !errors.Is(err, shim.ErrClosed) {
+		t.Errorf("Checkpoint after Close: %v, want ErrDevice and shim.ErrClosed", err)
+	}
 }
 
 // TestCheckpointResume: a checkpoint written to safetensors and read back

@@ -59,6 +59,7 @@ type Trainer struct {
 
 	eval      *evalProgram
 	evalStale bool
+	closed    bool
 	base      shim.SessionStats // session counters after the initial writes
 	extraOut  int64             // bytes read outside steps: weights for evaluation, checkpoints
 }
@@ -200,6 +201,9 @@ func (s *step) checkBatch(b Batch) error {
 // ErrOverflow.
 func (t *Trainer) Step(b Batch) (float64, error) {
 	start := time.Now()
+	if err := t.open(); err != nil {
+		return 0, err
+	}
 	if err := t.st.checkBatch(b); err != nil {
 		return 0, err
 	}
@@ -275,6 +279,9 @@ func (t *Trainer) evalProg() (*evalProgram, error) {
 // the input's per-example shape), computed on the device in batches of
 // the evaluation size with the current weights.
 func (t *Trainer) Predict(x []float64) ([]float64, error) {
+	if err := t.open(); err != nil {
+		return nil, err
+	}
 	ep, err := t.evalProg()
 	if err != nil {
 		return nil, err
@@ -405,6 +412,9 @@ func (t *Trainer) Weights() (nn.Weights, error) {
 // and "train.scaler"), read from the device; a Config whose Weights is a
 // checkpoint resumes exactly where this one stands.
 func (t *Trainer) Checkpoint() (nn.Weights, error) {
+	if err := t.open(); err != nil {
+		return nil, err
+	}
 	before := t.ses.Stats().BytesOut
 	defer func() { t.extraOut += t.ses.Stats().BytesOut - before }()
 	read := func(name string, n int) ([]float64, error) {
@@ -460,7 +470,10 @@ func checkpoint(st *step, sc scaler, dtype nn.DType, read func(name string, n in
 func (t *Trainer) Program() *lower.Program { return t.exe.Program() }
 
 // Close releases the sessions; the programs stay compiled on the device.
+// Step, Predict, Evaluate, Weights and Checkpoint after it are errors
+// wrapping ErrDevice and shim.ErrClosed.
 func (t *Trainer) Close() error {
+	t.closed = true
 	if t.eval != nil {
 		t.eval.ses.Close()
 	}
@@ -485,4 +498,12 @@ func (t *Trainer) ModeledStep(target string) (lower.Cost, error) {
 // (lower.EstimateCompile), paid once per run.
 func (t *Trainer) ModeledCompile() time.Duration {
 	return lower.EstimateCompile(t.exe.Program())
+}
+
+// open is nil unless the trainer is closed.
+func (t *Trainer) open() error {
+	if t.closed {
+		return fmt.Errorf("train: the trainer is closed: create a new one with New (a Checkpoint taken before Close resumes it): %w", errors.Join(ErrDevice, shim.ErrClosed))
+	}
+	return nil
 }
