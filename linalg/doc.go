@@ -16,8 +16,8 @@
 // resident on the device in fp16 (Session.Carry) and one program per size
 // updates it with zero-padded operands: about 3× LU's flops, but one
 // compile, no trailing-matrix round trips, O(n·b) host traffic a step.
-// This was chosen over size classes (a compile each, ≈ 38 ms modeled) and
-// over host-resident updates (n² conversions a step). When the fp16
+// This was chosen over size classes (a compile each) and over
+// host-resident updates (n² conversions a step). When the fp16
 // factors are too weak (large condition estimates of A and of the
 // equilibrated B both, or a first refinement step that gains less than
 // 1e-3), the matrix is refactored with the trailing matrix in float64 on

@@ -175,7 +175,7 @@ func table() []figure {
 	// give the size the peak was reached at, the largest swept: 8192 rows
 	// on M1 Max and M5, 16384 on M4, M4 Max and M5 Pro. The calls are timed from Python, and each copies the input
 	// in and the output out on the host (aneforge/_runtime.py
-	// Program.eval; docs/dispatch.md: "input memcpy + execute + output
+	// Program.eval; ANEForge's docs/dispatch.md: "input memcpy + execute + output
 	// memcpy"); the same JSONs read the ANE rail at 0.15–0.52 W during the
 	// loop, against several watts in the GEMM sweep.
 	for _, s := range []struct {
