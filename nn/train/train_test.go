@@ -369,6 +369,79 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestCheckpointMalformed: a checkpoint whose optimizer entries do not fit
+// is ErrParam at New and NewReference. A truncated or non-power-of-two
+// "train.scaler", or a state tensor of the wrong length, was ignored or
+// taken as it was (the run restarted Adam's bias correction, or scaled
+// the loss by 3, without a word), a loss scale of 0 failed only at the
+// first Step, and a NaN in a state passed NewReference.
+func TestCheckpointMalformed(t *testing.T) {
+	dev := open(t, "sim")
+	cfg := smallConfig(Compensated, Adam{LR: 1e-2})
+	tr, err := New(cfg, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	b := digits(rand.New(rand.NewPCG(8, 9)), 16, 40, 5)
+	if _, err := tr.Step(b); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := func(f func(ws nn.Weights)) Config {
+		c := cfg
+		c.Weights = nn.Weights{}
+		for k, v := range ck {
+			c.Weights[k] = nn.Tensor{Name: v.Name, DType: v.DType, Shape: v.Shape, Data: append([]float64(nil), v.Data...)}
+		}
+		f(c.Weights)
+		return c
+	}
+	good := mod(func(nn.Weights) {})
+	cases := map[string]Config{
+		"scaler of 3 values": mod(func(ws nn.Weights) {
+			s := ws["train.scaler"]
+			s.Data = s.Data[:3]
+			ws["train.scaler"] = s
+		}),
+		"loss scale 3": mod(func(ws nn.Weights) { ws["train.scaler"].Data[0] = 3 }),
+		"loss scale 0": mod(func(ws nn.Weights) { ws["train.scaler"].Data[0] = 0 }),
+		"applied −1":   mod(func(ws nn.Weights) { ws["train.scaler"].Data[2] = -1 }),
+		"lo too long": mod(func(ws nn.Weights) {
+			lo := ws["train.fc1_bias.lo"]
+			lo.Data = append(lo.Data, 0)
+			ws["train.fc1_bias.lo"] = lo
+		}),
+		"lo without hi": mod(func(ws nn.Weights) { delete(ws, "train.fc1_bias.hi") }),
+		"NaN moment":    mod(func(ws nn.Weights) { ws["train.fc2_weight.m"].Data[3] = math.NaN() }),
+	}
+	for name, c := range cases {
+		if _, err := New(c, dev); !errors.Is(err, ErrParam) {
+			t.Errorf("%s: New: %v, want ErrParam", name, err)
+		}
+		if _, err := NewReference(c); !errors.Is(err, ErrParam) {
+			t.Errorf("%s: NewReference: %v, want ErrParam", name, err)
+		}
+	}
+	// The intact checkpoint resumes where the trainer stands: the same
+	// next loss, bit for bit.
+	again, err := New(good, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	want, err := tr.Step(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := again.Step(b); err != nil || got != want {
+		t.Errorf("resumed: loss %v, %v; want %v", got, err, want)
+	}
+}
+
 // TestCheckpointResume: a checkpoint written to safetensors and read back
 // resumes training to the same loss, bit for bit, on the device and on the
 // float64 twin, without a new compile.

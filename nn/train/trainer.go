@@ -154,7 +154,18 @@ func initialState(c *Config, st *step, exact bool) (map[string][]float64, scaler
 				lo[i] = (v - hi[i]) * u
 			}
 		}
-		if okHi && okLo && len(ckHi.Data) == len(w) && len(ckLo.Data) == len(w) {
+		for _, ck := range []struct {
+			t  nn.Tensor
+			ok bool
+		}{{ckHi, okHi}, {ckLo, okLo}} {
+			if err := checkEntry(ck.t, ck.ok, len(w)); err != nil {
+				return nil, sc, err
+			}
+		}
+		if okLo && !okHi {
+			return nil, sc, fmt.Errorf("train: checkpoint: %q without %q: %w", ckptName(p.name, "lo"), ckptName(p.name, "hi"), ErrParam)
+		}
+		if okHi && okLo {
 			hi, lo = ckHi.Data, ckLo.Data
 		}
 		out[p.name] = hi
@@ -163,16 +174,49 @@ func initialState(c *Config, st *step, exact bool) (map[string][]float64, scaler
 		}
 		for _, s := range st.opt.states() {
 			v := make([]float64, len(w))
-			if t, ok := c.Weights[ckptName(p.name, s)]; ok && len(t.Data) == len(w) {
+			t, ok := c.Weights[ckptName(p.name, s)]
+			if err := checkEntry(t, ok, len(w)); err != nil {
+				return nil, sc, err
+			}
+			if ok {
 				v = t.Data
 			}
 			out[stateName(p.name, s)] = v
 		}
 	}
-	if t, ok := c.Weights["train.scaler"]; ok && len(t.Data) == 4 {
-		sc = scaler{scale: t.Data[0], good: int(t.Data[1]), applied: int(t.Data[2]), skipped: int(t.Data[3])}
+	if t, ok := c.Weights["train.scaler"]; ok {
+		d := t.Data
+		bad := len(d) != 4
+		for i := 0; !bad && i < 4; i++ {
+			bad = !(d[i] >= 0) || math.IsInf(d[i], 0) || i > 0 && d[i] != math.Trunc(d[i])
+		}
+		if !bad {
+			_, e := math.Frexp(d[0])
+			bad = !(d[0] >= minScale && d[0] <= maxScale) || math.Ldexp(1, e-1) != d[0]
+		}
+		if bad {
+			return nil, sc, fmt.Errorf("train: checkpoint: \"train.scaler\" is %v, want [loss scale (a power of two in [2⁻⁵, 2¹⁵]), good, applied, skipped] with counts whole and ≥ 0, as Checkpoint writes it: %w", d, ErrParam)
+		}
+		sc = scaler{scale: d[0], good: int(d[1]), applied: int(d[2]), skipped: int(d[3])}
 	}
 	return out, sc, nil
+}
+
+// checkEntry validates a checkpoint's state tensor t (present when ok) of
+// a parameter of n values: n finite values within fp16's range.
+func checkEntry(t nn.Tensor, ok bool, n int) error {
+	if !ok {
+		return nil
+	}
+	if len(t.Data) != n {
+		return fmt.Errorf("train: checkpoint: %q has %d values, its parameter %d: %w", t.Name, len(t.Data), n, ErrParam)
+	}
+	for i, v := range t.Data {
+		if math.IsNaN(v) || math.Abs(v) > fp16.MaxValue {
+			return fmt.Errorf("train: checkpoint: %q element %d is %g, beyond fp16's range: %w", t.Name, i, v, ErrParam)
+		}
+	}
+	return nil
 }
 
 // checkBatch validates a minibatch against the step's shapes.
