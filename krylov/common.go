@@ -165,7 +165,16 @@ func solve(a Operator, b []float64, set Settings, loop func(*run) error) (Result
 		return res, nil
 	}
 	e := 0
-	if _, be := math.Frexp(bnorm); be < -bScaleRange || be > bScaleRange {
+	ref := bnorm
+	if math.IsInf(bnorm, 0) {
+		// ‖b‖₂ overflows float64 although every entry is finite (checked):
+		// scale by the largest entry instead.
+		ref = 0
+		for _, v := range b {
+			ref = math.Max(ref, math.Abs(v))
+		}
+	}
+	if _, be := math.Frexp(ref); be < -bScaleRange || be > bScaleRange {
 		e = be
 		b = scaledCopy(b, -e)
 		if set.X0 != nil {

@@ -165,3 +165,23 @@ func TestCGRefusesNonsymmetric(t *testing.T) {
 	require.NoError(t, err)
 	require.LessOrEqual(t, relDiff(res.X, gonumSolution(t, &sym, b)), 10*mat.Cond(&sym, 2)*DefaultTol)
 }
+
+// TestHugeRHS: b = (1.7e308, −1.7e308) has finite entries but ‖b‖₂
+// overflows float64; the solvers failed with ErrInput blaming A·X0 or the
+// operator (the relative residual was Inf/Inf). b is now scaled by its
+// largest entry, and I·x = b and 2·I·x = b are solved to Tol.
+func TestHugeRHS(t *testing.T) {
+	dev := simDevice(t, "sim")
+	b := []float64{1.7e308, -1.7e308}
+	for _, d := range []float64{1, 2} {
+		op := diagOp(t, d, d)
+		for _, sv := range solvers {
+			res, err := sv.solve(op, b, &Settings{Device: dev, Precision: sv.mode})
+			require.NoError(t, err, "%s, A = %g·I", sv.name, d)
+			require.True(t, res.Converged)
+			for i, v := range res.X {
+				require.InEpsilon(t, b[i]/d, v, DefaultTol, "%s, A = %g·I, x[%d]", sv.name, d, i)
+			}
+		}
+	}
+}
