@@ -29,7 +29,8 @@
 //     accumulate in lo instead of vanishing. PlainFP16 adds the update to
 //     hi alone (the ablation).
 //
-// Mistakes — a batch of the wrong size or with NaN, a learning rate ≤ 0,
+// Mistakes — a batch of the wrong size or with NaN, a cross-entropy target
+// that is not a distribution (a label out of range), a learning rate ≤ 0,
 // a weight that names no input of the network — are errors wrapping
 // ErrConfig, ErrBatch or ErrParam; never a panic.
 package train

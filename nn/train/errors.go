@@ -11,7 +11,9 @@ var (
 	// ErrParam reports a parameter that does not fit the network: a weight
 	// naming no input, an input with no weight, a shape mismatch.
 	ErrParam = errors.New("train: bad parameter")
-	// ErrBatch reports a batch of the wrong size or with a non-finite value.
+	// ErrBatch reports a batch of the wrong size or with a non-finite value,
+	// or, for SoftmaxCrossEntropy, a target row that is not a distribution
+	// (the all-zero row OneHot gives a label out of range).
 	ErrBatch = errors.New("train: bad batch")
 	// ErrOverflow reports a forward pass beyond the engine's safe range,
 	// which no loss scale can fix.

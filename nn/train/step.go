@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -163,6 +164,9 @@ type step struct {
 	update   Update
 	opt      Optimizer
 	sched    func(t int) float64
+	// crossEntropy is set when the loss is SoftmaxCrossEntropy, whose
+	// targets checkBatch checks are distributions.
+	crossEntropy bool
 }
 
 const (
@@ -193,7 +197,8 @@ func buildStep(c *Config) (*step, error) {
 	if xn.Op != dataflow.OpInput {
 		return nil, fmt.Errorf("train: the network's data value is a %s, want an input: %w", xn.Op, ErrConfig)
 	}
-	s := &step{g: g, x: xn.Name, xShape: x.Shape(), outShape: out.Shape(), update: c.Update, opt: c.Optimizer, sched: c.Schedule}
+	s := &step{g: g, x: xn.Name, xShape: x.Shape(), outShape: out.Shape(), update: c.Update, opt: c.Optimizer, sched: c.Schedule,
+		crossEntropy: reflect.ValueOf(c.Loss).Pointer() == reflect.ValueOf(Loss(SoftmaxCrossEntropy)).Pointer()}
 	// Every other input is a parameter with a weight, and every weight an
 	// input.
 	for _, id := range g.Inputs() {

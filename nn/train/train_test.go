@@ -338,9 +338,17 @@ func TestBadInput(t *testing.T) {
 	nan.X[7] = math.NaN()
 	inf := Batch{X: good.X, Y: append([]float64(nil), good.Y...)}
 	inf.Y[3] = math.Inf(1)
+	// Labels outside [0, 5): OneHot gives them all-zero rows, which
+	// SoftmaxCrossEntropy took as targets (the loss of those rows is then
+	// log Σ exp z, and the step trains every logit down) without a word.
+	labels := argmax(good.Y, 5)
+	labels[3] = 5
+	high := Batch{X: good.X, Y: OneHot(labels, 5)}
+	labels[3] = -1
+	low := Batch{X: good.X, Y: OneHot(labels, 5)}
 	for name, b := range map[string]Batch{
 		"short X": {X: good.X[:10], Y: good.Y}, "long Y": {X: good.X, Y: append(good.Y, 0)},
-		"NaN pixel": nan, "Inf target": inf,
+		"NaN pixel": nan, "Inf target": inf, "label 5 of 5": high, "label −1": low,
 	} {
 		if _, err := tr.Step(b); !errors.Is(err, ErrBatch) {
 			t.Errorf("%s: %v, want ErrBatch", name, err)
@@ -354,6 +362,25 @@ func TestBadInput(t *testing.T) {
 	}
 	if st := tr.Stats(); st.Steps != 0 {
 		t.Errorf("%d steps ran on bad batches", st.Steps)
+	}
+	// Smoothed labels are distributions too: 0.9 on the label, 0.025
+	// elsewhere. The first step's loss is the float64 twin's to within
+	// the forward pass's rounding (32u, as in TestTrainerTracksReference).
+	smooth := Batch{X: good.X, Y: make([]float64, len(good.Y))}
+	for i, v := range good.Y {
+		smooth.Y[i] = 0.025 + 0.875*v
+	}
+	ref, err := NewReference(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := tr.Step(smooth)
+	if err != nil {
+		t.Fatalf("smoothed labels: %v", err)
+	}
+	lr, err := ref.Step(smooth)
+	if err != nil || math.Abs(ls-lr) > 32*u*lr {
+		t.Errorf("smoothed labels: loss %g, float64 %g (%v)", ls, lr, err)
 	}
 	// A closed trainer is ErrDevice and shim.ErrClosed (a Step was
 	// ErrBatch, as if the batch were bad).

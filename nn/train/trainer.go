@@ -20,7 +20,8 @@ type Batch struct {
 }
 
 // OneHot returns the one-hot rows [len(labels), classes] of labels; a
-// label outside [0, classes) gives an all-zero row.
+// label outside [0, classes) gives an all-zero row, which Step refuses
+// (ErrBatch) when the loss is SoftmaxCrossEntropy.
 func OneHot(labels []int, classes int) []float64 {
 	y := make([]float64, len(labels)*classes)
 	for i, l := range labels {
@@ -231,6 +232,24 @@ func (s *step) checkBatch(b Batch) error {
 		for i, v := range xs {
 			if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > fp16.MaxValue {
 				return fmt.Errorf("train: batch %s element %d is %g: clean the data (fp16 holds finite values up to ±65504): %w", name, i, v, ErrBatch)
+			}
+		}
+	}
+	if s.crossEntropy {
+		// Its targets are distributions. OneHot gives a label outside
+		// [0, classes) an all-zero row, which would train every logit of
+		// the example down without a word.
+		c := s.outShape[len(s.outShape)-1]
+		for r := 0; r < len(b.Y)/c; r++ {
+			sum := 0.0
+			for j, v := range b.Y[r*c : (r+1)*c] {
+				if v < 0 {
+					return fmt.Errorf("train: batch Y row %d has %g for class %d: SoftmaxCrossEntropy's targets are distributions (one-hot rows): %w", r, v, j, ErrBatch)
+				}
+				sum += v
+			}
+			if math.Abs(sum-1) > 1e-3 {
+				return fmt.Errorf("train: batch Y row %d sums to %g, and SoftmaxCrossEntropy's targets are distributions summing to 1 (one-hot rows; OneHot gives a label outside [0, %d) an all-zero row): %w", r, sum, c, ErrBatch)
 			}
 		}
 	}
