@@ -66,12 +66,19 @@ func isCompensated(m precision.Mode) (bool, error) {
 }
 
 // checkNorm returns ‖A‖∞ from the operator, refusing a value the solvers
-// cannot scale by: NaN, ±Inf (an overflowing row sum) or negative. Zero is
-// returned as it is; each solver says what a zero operator means for it.
+// cannot scale by: NaN, ±Inf (an overflowing row sum), negative or
+// subnormal. Zero is returned as it is; each solver says what a zero
+// operator means for it.
 func checkNorm(solver string, a Operator) (float64, error) {
 	v := a.NormInf()
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, fmt.Errorf("krylov: %s: the operator's NormInf() is %g; it must be finite and non-negative (an overflowing row sum means A is beyond float64's range: scale it): %w", solver, v, ErrInput)
+	}
+	if v > 0 && v < 0x1p-1022 {
+		// Every entry is subnormal: A has lost float64's precision, the
+		// device's scaling of it overflows (Newton–Schulz), and x = A⁻¹·b
+		// for the scaled b overflows the host's iterate.
+		return 0, fmt.Errorf("krylov: %s: the operator's NormInf() is %g, below float64's smallest normal number 2⁻¹⁰²² (%g): scale A (and b) by a power of two, such as 2¹⁰⁰⁰, first: %w", solver, v, 0x1p-1022, ErrInput)
 	}
 	return v, nil
 }

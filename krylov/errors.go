@@ -7,8 +7,8 @@ var (
 	// ErrShape reports mismatched dimensions.
 	ErrShape = errors.New("krylov: shape mismatch")
 	// ErrInput reports NaN or Inf in the input (b, X0, the initial residual
-	// b − A·X0, or ‖A‖∞, including one that overflows float64) or a setting
-	// out of range.
+	// b − A·X0, or ‖A‖∞, including one that overflows float64 or is
+	// subnormal) or a setting out of range.
 	ErrInput = errors.New("krylov: invalid input")
 	// ErrNotSPD reports an operator that is not symmetric positive definite,
 	// detected before CG runs (a zero operator, a negative diagonal entry,

@@ -66,10 +66,10 @@ const MaxRestart = 32
 // never increases (see Result).
 //
 // Errors: ErrShape and ErrInput for bad input (lengths, NaN or Inf in b or
-// X0, settings out of range, a zero, negative or non-finite ‖A‖∞, a
-// non-finite initial residual, an unknown Precision); ErrUnsupported for a
-// problem past the device's limits (wrapping the lowering error too);
-// ErrNotConverged as above.
+// X0, settings out of range, a zero, negative, subnormal or non-finite
+// ‖A‖∞, a non-finite initial residual, an unknown Precision);
+// ErrUnsupported for a problem past the device's limits (wrapping the
+// lowering error too); ErrNotConverged as above.
 func GMRES(a Operator, b []float64, s *Settings) (Result, error) {
 	st := s.withDefaults(dims(a))
 	if err := checkVectors("GMRES", a, b, st); err != nil {

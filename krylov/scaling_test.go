@@ -185,3 +185,27 @@ func TestHugeRHS(t *testing.T) {
 		}
 	}
 }
+
+// TestSubnormalOperator: A = 1e-310·I has only subnormal entries. CG
+// failed with ErrNotConverged blaming MulVecTo (x = A⁻¹·b overflowed for
+// the scaled b), GMRES with an error wrapping no sentinel (Newton–Schulz's
+// fp16 scaling overflowed). Both now refuse ‖A‖∞ below 2⁻¹⁰²² with
+// ErrInput and say to scale; scaled by 2¹⁰⁰⁰ as told, the system solves
+// to x = (1, 1).
+func TestSubnormalOperator(t *testing.T) {
+	dev := simDevice(t, "sim")
+	b := []float64{1e-310, 1e-310}
+	tiny := diagOp(t, 1e-310, 1e-310)
+	scaled := diagOp(t, math.Ldexp(1e-310, 1000), math.Ldexp(1e-310, 1000))
+	bs := []float64{math.Ldexp(b[0], 1000), math.Ldexp(b[1], 1000)}
+	for _, sv := range solvers {
+		_, err := sv.solve(tiny, b, &Settings{Device: dev, Precision: sv.mode})
+		require.ErrorIs(t, err, ErrInput, sv.name)
+		require.ErrorContains(t, err, "scale A", sv.name)
+		res, err := sv.solve(scaled, bs, &Settings{Device: dev, Precision: sv.mode})
+		require.NoError(t, err, sv.name)
+		for i, v := range res.X {
+			require.InDelta(t, 1, v, 2*DefaultTol, "%s x[%d]", sv.name, i)
+		}
+	}
+}
