@@ -68,7 +68,7 @@ func checkLen(what string, n int) error {
 	case above == 0:
 		return fmt.Errorf("fft: %s: length %d has a prime factor other than 2, 3 and 5; the nearest supported length is %d: %w", what, n, below, ErrUnsupported)
 	default:
-		return fmt.Errorf("fft: %s: length %d has a prime factor other than 2, 3 and 5; the nearest supported lengths are %d and %d (pad with zeros): %w", what, n, below, above, ErrUnsupported)
+		return fmt.Errorf("fft: %s: length %d has a prime factor other than 2, 3 and 5; the nearest supported lengths are %d and %d (zero-padding to one of them serves where a different frequency grid does, as in a convolution): %w", what, n, below, above, ErrUnsupported)
 	}
 }
 
