@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/anemone-go/anemone/dataflow"
-	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/lower/mil"
 )
@@ -58,40 +57,6 @@ func (d dot) value(x, y []float64) (float64, error) {
 	return float64(out[0][0]), nil
 }
 
-// modelDotVec is the simulator's model of Σ x[i]·y[i] on the engine: each
-// product rounded to fp16, summed in float32 (narrow: an fp16 running
-// sum), the sum rounded to fp16 — ±Inf past the output cliff; the narrow
-// model flushes a subnormal result (not the products or partial sums
-// inside the op). y nil means ones.
-func modelDotVec(x, y []float64, narrow bool) float64 {
-	var s32 float32
-	var s16 float64
-	for i, xi := range x {
-		yi := 1.0
-		if y != nil {
-			yi = y[i]
-		}
-		p := fp16.Round64(xi * yi)
-		if narrow {
-			s16 = fp16.Round64(s16 + p)
-		} else {
-			s32 += float32(p)
-		}
-	}
-	sum := float64(s32)
-	if narrow {
-		sum = s16
-	}
-	if math.Abs(sum) > cliff {
-		return math.Copysign(math.Inf(1), sum)
-	}
-	r := fp16.Round64(sum)
-	if narrow && math.Abs(r) < 0x1p-14 {
-		r = 0
-	}
-	return r
-}
-
 // dotCase is one input of a dot probe and the behaviour each result names.
 type dotCase struct {
 	label string
@@ -119,7 +84,7 @@ func (e *env) runDots(p *Probe, k int, cases []dotCase) (got, want []string, ok 
 		return fmt.Sprintf("other (%g)", v)
 	}
 	for _, c := range cases {
-		m := modelDotVec(c.x, c.y, e.narrow)
+		m := e.modelDotVec(c.x, c.y)
 		v, err := d.value(c.x, c.y)
 		pt := Point{Label: c.label, Want: Num(m), Got: Num(v), OK: same(m, v)}
 		if err != nil {
@@ -155,41 +120,54 @@ func repeat(n int, v float64) []float64 {
 }
 
 // innerDim: on M1 a matmul whose inner dimension is not a multiple of 32
-// is reported to return zeros (maderix/ANE). The lowering pads every
-// contraction to 32, so this program is hand-built: K ones from the input
-// row times a constant [K, n] of ones, for K = 32, 40, 48 and 64.
+// is reported to return zeros (maderix/ANE): the target's InnerMultiple.
+// The lowering pads every contraction to it, so this program is
+// hand-built: m rows of K ones from the input times a constant [K, n] of
+// ones, for K = 32, 40, 48 and 64. The rows (each the same dot) are there
+// so that the surfaces meet the target's MinSurfaceBytes.
 func (e *env) innerDim() Probe {
 	p := Probe{Name: "matmul-inner-dim-32", What: "hand-built matmul of K ones by a constant ones [K, n]: zeros when K is not a multiple of 32?"}
 	ks := []int{32, 40, 48, 64}
 	n := e.t.RowLength(1)
-	p.Params = map[string]any{"K": ks, "columns": n}
+	m := e.channels(n, 1)
+	for _, k := range ks {
+		m = max(m, e.channels(e.t.RowLength(k), 1))
+	}
+	p.Params = map[string]any{"K": ks, "columns": n, "rows": m, "inner_multiple_modeled": e.t.InnerMultiple}
 	var labels, want, got []string
 	for _, k := range ks {
 		label := fmt.Sprintf("K=%d", k)
 		w := e.t.RowLength(k)
 		b := newMIL(e.t.Opset)
-		x := b.input("x", 1, 1, 1, w)
-		row := b.op("", "slice_by_size", []int{1, 1, 1, k}, "begin", b.ints(0, 0, 0, 0), "size", b.ints(1, 1, 1, k), "x", ref(x))
-		lhs := b.op("", "reshape", []int{1, k}, "shape", b.ints(1, k), "x", ref(row))
+		x := b.input("x", 1, m, 1, w)
+		row := b.op("", "slice_by_size", []int{1, m, 1, k}, "begin", b.ints(0, 0, 0, 0), "size", b.ints(1, m, 1, k), "x", ref(x))
+		lhs := b.op("", "reshape", []int{m, k}, "shape", b.ints(m, k), "x", ref(row))
 		ones := make([]byte, 2*k*n)
 		for i := 0; i < len(ones); i += 2 {
 			ones[i+1] = 0x3c // fp16 1.0, little-endian 0x3c00
 		}
 		off := b.blob.Add(mil.BlobFP16, ones)
 		rhs := b.konst(&mil.Literal{Type: mil.TensorType("fp16", k, n), Blob: &mil.BlobRef{Path: lower.WeightPath, Offset: off}})
-		prod := b.op("", "matmul", []int{1, n}, "x", ref(lhs), "y", ref(rhs))
-		y := b.op("y", "reshape", []int{1, 1, 1, n}, "shape", b.ints(1, 1, 1, n), "x", ref(prod))
-		c := e.compile(b.program(e.t, y, []int{1, 1, 1, n}))
+		prod := b.op("", "matmul", []int{m, n}, "x", ref(lhs), "y", ref(rhs))
+		y := b.op("y", "reshape", []int{1, m, 1, n}, "shape", b.ints(1, m, 1, n), "x", ref(prod))
+		c := e.compile(b.program(e.t, y, []int{1, m, 1, n}))
+		exp, wantV := "correct", float64(k)
+		if e.innerZeros(k) {
+			exp, wantV = "zeros", 0
+		}
 		res := "refused"
-		pt := Point{Label: label, In: Num(k), Want: Num(k)}
+		pt := Point{Label: label, In: Num(k), Want: Num(wantV)}
 		if c.err != nil {
 			pt.Error = c.err.Error()
 		} else {
-			out, err := c.run([][]float32{fill(w, 1)}, n)
+			out, err := c.run([][]float32{fill(m*w, 1)}, m*n)
 			c.close()
 			switch {
 			case err != nil:
 				res, pt.Error = "runs with error", err.Error()
+			case disagrees(out[0]) >= 0:
+				i := disagrees(out[0])
+				res = fmt.Sprintf("mixed (element %d is %g, element 0 %g)", i, out[0][i], out[0][0])
 			case out[0][0] == float32(k):
 				res = "correct"
 			case out[0][0] == 0:
@@ -201,9 +179,9 @@ func (e *env) innerDim() Probe {
 				pt.Got = Num(out[0][0])
 			}
 		}
-		pt.OK = res == "correct"
+		pt.OK = res == exp
 		p.Points = append(p.Points, pt)
-		labels, want, got = append(labels, label), append(want, "correct"), append(got, res)
+		labels, want, got = append(labels, label), append(want, exp), append(got, res)
 	}
 	summarize(&p, labels, want, got)
 	return p
@@ -275,17 +253,21 @@ func (e *env) tieRounding() Probe {
 		return p
 	}
 	summarize(&p, []string{"2049", "2053", "-2049"}, want, got)
-	behaviour := "other"
-	switch {
-	case got[0] == "to even" && got[1] == "to even":
-		behaviour = "ties to even"
-	case got[0] == "up" && got[1] == "up" && got[2] == "away from zero":
-		behaviour = "ties away from zero"
-	case got[0] == "up" && got[1] == "up":
-		behaviour = "ties up (toward +Inf)"
+	behaviour := func(named []string) string {
+		switch {
+		case named[0] == "to even" && named[1] == "to even":
+			return "ties to even"
+		case named[0] == "up" && named[1] == "up" && named[2] == "away from zero":
+			return "ties away from zero"
+		case named[0] == "up" && named[1] == "up":
+			return "ties up (toward +Inf)"
+		}
+		return "other"
 	}
-	p.Values["behaviour"] = behaviour
-	p.Measured = behaviour + " (" + p.Measured + ")"
+	p.Params["rounding_modeled"] = e.t.Rounding.String()
+	p.Values["behaviour"] = behaviour(got)
+	p.Expected = behaviour(want) + " (" + p.Expected + ")"
+	p.Measured = behaviour(got) + " (" + p.Measured + ")"
 	return p
 }
 
@@ -321,14 +303,19 @@ func (e *env) addOne(c, w int) (string, error) {
 // surfaceWidth: a surface whose width is not a multiple of 16 is reported
 // to corrupt data on some chips (rustane). The lowering never emits one
 // (it pads rows to the target's alignment); this hand-built program hands
-// such widths to the engine, and the model has no such cliff.
+// such widths to the engine, with channels enough to meet the target's
+// MinSurfaceBytes, and the model has no such cliff.
 func (e *env) surfaceWidth() Probe {
 	p := Probe{Name: "surface-width-16", What: "x + 1 on one surface of width 16, 24, 40, 64, 96: corrupt when not a multiple of 16?"}
 	widths := []int{16, 24, 40, 64, 96}
-	p.Params = map[string]any{"widths": widths, "row_align": e.t.RowAlign, "min_row": e.t.MinRow}
-	var labels, want, got []string
+	var chans []int
 	for _, w := range widths {
-		res, err := e.addOne(1, w)
+		chans = append(chans, e.channels(w, 1))
+	}
+	p.Params = map[string]any{"widths": widths, "channels": chans, "row_align": e.t.RowAlign, "min_row": e.t.MinRow}
+	var labels, want, got []string
+	for i, w := range widths {
+		res, err := e.addOne(chans[i], w)
 		exp := "correct"
 		pt := Point{Label: fmt.Sprintf("width %d: %s", w, res), In: Num(w), OK: res == exp}
 		if err != nil {
@@ -341,8 +328,9 @@ func (e *env) surfaceWidth() Probe {
 	return p
 }
 
-// surfaceSize: surfaces below about 49 KB are reported to fail (Orion).
-// x + 1 on surfaces of 16, 32, 48 and 64 KB.
+// surfaceSize: surfaces below about 49 KB are reported to fail (Orion):
+// the target's MinSurfaceBytes. x + 1 on surfaces of 16, 32, 48, 49 and
+// 64 KB; the model refuses those below the minimum.
 func (e *env) surfaceSize() Probe {
 	p := Probe{Name: "surface-minimum-size", What: "x + 1 on one surface of 16, 32, 48, 49 and 64 KB: do the small ones fail?"}
 	w := e.t.RowLength(1)
@@ -350,17 +338,21 @@ func (e *env) surfaceSize() Probe {
 	for _, kb := range []int{16, 32, 48, 49, 64} {
 		sizes = append(sizes, (kb*1024+2*w-1)/(2*w)) // channels
 	}
-	p.Params = map[string]any{"width": w, "channels": sizes}
+	p.Params = map[string]any{"width": w, "channels": sizes, "min_bytes_modeled": e.t.MinSurfaceBytes}
 	var labels, want, got []string
 	for _, c := range sizes {
 		res, err := e.addOne(c, w)
 		label := fmt.Sprintf("%d B", 2*c*w)
-		pt := Point{Label: label + ": " + res, In: Num(2 * c * w), OK: res == "correct"}
+		exp := "correct"
+		if e.surfaceRefused(2 * c * w) {
+			exp = "refused"
+		}
+		pt := Point{Label: label + ": " + res, In: Num(2 * c * w), Want: Num(boolNum(exp == "refused")), Got: Num(boolNum(res == "refused")), OK: res == exp}
 		if err != nil {
 			pt.Error = err.Error()
 		}
 		p.Points = append(p.Points, pt)
-		labels, want, got = append(labels, label), append(want, "correct"), append(got, res)
+		labels, want, got = append(labels, label), append(want, exp), append(got, res)
 	}
 	summarize(&p, labels, want, got)
 	return p

@@ -59,57 +59,79 @@ func (e *env) saturation(conv bool) Probe {
 		if c.err != nil {
 			return fail(p, c.err)
 		}
-		lastFinite, firstInf := math.NaN(), math.NaN()
-		wantFinite, wantInf := math.NaN(), math.NaN()
+		got, want := newEdges(), newEdges()
 		for _, tgt := range targets {
 			v := fp16.Round64(tgt / float64(k))
 			truth := v * float64(k)
-			want := modelDot(v, k, e.narrow)
+			w := e.modelDot(v, k)
 			in := [][]float32{fill(k, v)}
 			if !conv {
 				in = append(in, fill(k*n, 1))
 			}
-			pt := Point{Label: fmt.Sprintf("K=%d v=%g", k, v), In: Num(truth), Want: Num(want)}
+			pt := Point{Label: fmt.Sprintf("K=%d v=%g", k, v), In: Num(truth), Want: Num(w)}
 			out, err := c.run(in, n)
 			if err != nil {
 				pt.Error = err.Error()
 				pt.Got = Num(math.NaN())
 			} else {
-				got := float64(out[0][0])
+				g := float64(out[0][0])
 				for _, o := range out[0] { // every column holds the same dot
-					if !same(got, float64(o)) {
-						pt.Error = fmt.Sprintf("columns disagree: %g and %g", got, o)
+					if !same(g, float64(o)) {
+						pt.Error = fmt.Sprintf("columns disagree: %g and %g", g, o)
 					}
 				}
-				pt.Got, pt.OK = Num(got), same(want, got) && pt.Error == ""
-				if math.IsInf(got, 0) {
-					if math.IsNaN(firstInf) {
-						firstInf = truth
-					}
-				} else {
-					lastFinite = truth
-				}
+				pt.Got, pt.OK = Num(g), same(w, g) && pt.Error == ""
+				got.add(truth, g)
 			}
-			if math.IsInf(want, 0) {
-				if math.IsNaN(wantInf) {
-					wantInf = truth
-				}
-			} else {
-				wantFinite = truth
-			}
+			want.add(truth, w)
 			p.Points = append(p.Points, pt)
 		}
 		c.close()
-		exp = append(exp, fmt.Sprintf("finite to %g, Inf from %g", wantFinite, wantInf))
-		meas = append(meas, fmt.Sprintf("finite to %g, Inf from %g", lastFinite, firstInf))
+		exp = append(exp, want.String())
+		meas = append(meas, got.String())
 		if p.Values == nil {
 			p.Values = map[string]any{}
 		}
-		p.Values[fmt.Sprintf("K%d_last_finite", k)] = Num(lastFinite)
-		p.Values[fmt.Sprintf("K%d_first_inf", k)] = Num(firstInf)
+		p.Values[fmt.Sprintf("K%d_last_finite", k)] = Num(got.lastFinite)
+		p.Values[fmt.Sprintf("K%d_first_inf", k)] = Num(got.firstInf)
+		p.Values[fmt.Sprintf("K%d_first_zero", k)] = Num(got.firstZero)
 	}
 	p.Expected, p.Measured, p.Verdict = perK(ks, exp), perK(ks, meas), verdict(p.Points)
 	return p
+}
+
+// edges are where a sweep of true outputs (nonzero, increasing) stops
+// being returned finite: the last finite nonzero result, the first ±Inf
+// and the first zero (a sum reaching 2¹⁵ on PartialSumZero targets); NaN
+// where there is none.
+type edges struct{ lastFinite, firstInf, firstZero float64 }
+
+func newEdges() *edges { return &edges{math.NaN(), math.NaN(), math.NaN()} }
+
+func (d *edges) add(truth, got float64) {
+	switch {
+	case math.IsInf(got, 0):
+		if math.IsNaN(d.firstInf) {
+			d.firstInf = truth
+		}
+	case got == 0:
+		if math.IsNaN(d.firstZero) {
+			d.firstZero = truth
+		}
+	default:
+		d.lastFinite = truth
+	}
+}
+
+func (d *edges) String() string {
+	s := fmt.Sprintf("finite to %g, Inf from %g", d.lastFinite, d.firstInf)
+	if !math.IsNaN(d.firstZero) {
+		s = fmt.Sprintf("finite to %g, zero from %g", d.lastFinite, d.firstZero)
+		if !math.IsNaN(d.firstInf) {
+			s += fmt.Sprintf(", Inf from %g", d.firstInf)
+		}
+	}
+	return s
 }
 
 // perK joins one description per K, once if they are all the same.
@@ -132,15 +154,16 @@ func perK(ks []int, descs []string) string {
 func (e *env) sliceClamp() Probe {
 	p := Probe{Name: "width-slice-clamp", What: "slice_by_size of a row at last-axis offset 0 vs W: does |x| > 4094 become Inf?"}
 	w := e.t.RowLength(1)
+	ch := e.channels(w, 1) // every channel the same row: the output surface meets MinSurfaceBytes
 	values := []float64{2048, 4092, engine.SliceClamp, 4096, 4100, 8192, 30000, -engine.SliceClamp, -4096}
-	p.Params = map[string]any{"offsets": []int{0, w}, "width": w, "values": values, "clamp_modeled": e.t.WidthSliceClamp}
+	p.Params = map[string]any{"offsets": []int{0, w}, "width": w, "channels": ch, "values": values, "clamp_modeled": e.t.WidthSliceClamp}
 	var exp, meas []string
 	p.Values = map[string]any{}
 	for _, off := range []int{0, w} {
 		b := newMIL(e.t.Opset)
-		x := b.input("x", 1, 1, 1, 2*w)
-		y := b.op("y", "slice_by_size", []int{1, 1, 1, w}, "begin", b.ints(0, 0, 0, off), "size", b.ints(1, 1, 1, w), "x", ref(x))
-		c := e.compile(b.program(e.t, y, []int{1, 1, 1, w}))
+		x := b.input("x", 1, ch, 1, 2*w)
+		y := b.op("y", "slice_by_size", []int{1, ch, 1, w}, "begin", b.ints(0, 0, 0, off), "size", b.ints(1, ch, 1, w), "x", ref(x))
+		c := e.compile(b.program(e.t, y, []int{1, ch, 1, w}))
 		if c.err != nil {
 			return fail(p, c.err)
 		}
@@ -151,12 +174,15 @@ func (e *env) sliceClamp() Probe {
 				want = math.Copysign(math.Inf(1), v)
 			}
 			pt := Point{Label: fmt.Sprintf("offset %d, x=%g", off, v), In: Num(v), Want: Num(want)}
-			out, err := c.run([][]float32{fill(2*w, v)}, w)
+			out, err := c.run([][]float32{fill(ch*2*w, v)}, ch*w)
 			if err != nil {
 				pt.Error, pt.Got = err.Error(), Num(math.NaN())
 			} else {
 				got := float64(out[0][0])
 				pt.Got, pt.OK = Num(got), same(want, got)
+				if i := disagrees(out[0]); i >= 0 {
+					pt.Error, pt.OK = fmt.Sprintf("elements disagree: element %d is %g, element 0 %g", i, out[0][i], got), false
+				}
 				if math.IsInf(got, 0) && (math.IsNaN(firstInf) || math.Abs(v) < firstInf) {
 					firstInf = math.Abs(v)
 				}
@@ -180,19 +206,30 @@ func (e *env) sliceClamp() Probe {
 	return p
 }
 
+// disagrees is the index of the first element of xs that is not the same
+// as xs[0] (a padded surface computes the same value everywhere), or -1.
+func disagrees(xs []float32) int {
+	for i, x := range xs {
+		if !same(float64(xs[0]), float64(x)) {
+			return i
+		}
+	}
+	return -1
+}
+
 // reduceSum sums n ones (then zeros) with a native reduce_sum over the last
 // axis, which the model gives an fp16 running sum.
 func (e *env) reduceSum() Probe {
 	p := Probe{Name: "reduce-sum-integers", What: "reduce_sum of n ones over the last axis: where does exactness end?"}
 	const s = 4096
-	w := e.t.RowLength(1)
+	ch := e.channels(s, 1) // every channel the same row: both surfaces meet MinSurfaceBytes
 	counts := []int{1024, 2047, 2048, 2049, 2050, 2052, 3000, 4096}
-	p.Params = map[string]any{"row": s, "counts": counts}
+	p.Params = map[string]any{"row": s, "channels": ch, "counts": counts}
 	b := newMIL(e.t.Opset)
-	x := b.input("x", 1, 1, 1, s)
-	r := b.op("", "reduce_sum", []int{1, 1, 1, 1}, "axes", b.ints(3), "keep_dims", b.bool1(true), "x", ref(x))
-	y := b.op("y", "pad", []int{1, 1, 1, w}, "constant_val", b.half(0), "mode", b.str("constant"), "pad", b.ints(0, 0, 0, 0, 0, 0, 0, w-1), "x", ref(r))
-	c := e.compile(b.program(e.t, y, []int{1, 1, 1, w}))
+	x := b.input("x", 1, ch, 1, s)
+	r := b.op("", "reduce_sum", []int{1, ch, 1, 1}, "axes", b.ints(3), "keep_dims", b.bool1(true), "x", ref(x))
+	y := b.op("y", "pad", []int{1, ch, 1, s}, "constant_val", b.half(0), "mode", b.str("constant"), "pad", b.ints(0, 0, 0, 0, 0, 0, 0, s-1), "x", ref(r))
+	c := e.compile(b.program(e.t, y, []int{1, ch, 1, s}))
 	if c.err != nil {
 		return fail(p, c.err)
 	}
@@ -204,7 +241,7 @@ func (e *env) reduceSum() Probe {
 		for range n {
 			want = fp16.Round64(want + 1) // the model's fp16 running sum
 		}
-		pt, got := c.onesPoint(s, n, want, &lastExact, &wantExact, w)
+		pt, got := c.onesPoint(s, ch, n, want, &lastExact, &wantExact, ch*s)
 		if n == s {
 			want4096 = want
 			if !math.IsNaN(got) { // a failed run reports 0
@@ -220,15 +257,18 @@ func (e *env) reduceSum() Probe {
 	return p
 }
 
-// onesPoint runs c on a row of s values, n ones then zeros, and scores its
-// first output against want, the model's sum. It raises *lastExact to n
-// when the device's sum is exactly n and *wantExact when the model's is,
-// and returns the point with the device's sum (NaN if the run failed).
-// sizes are the output sizes c.run takes.
-func (c compiled) onesPoint(s, n int, want float64, lastExact, wantExact *int, sizes ...int) (Point, float64) {
-	in := make([]float32, s)
-	for i := range n {
-		in[i] = 1
+// onesPoint runs c on ch rows of s values each, n ones then zeros, and
+// scores its first output against want, the model's sum; with several
+// rows, each row's sum (output element j·len/ch) must be the first's. It
+// raises *lastExact to n when the device's sum is exactly n and *wantExact
+// when the model's is, and returns the point with the device's sum (NaN
+// if the run failed). sizes are the output sizes c.run takes.
+func (c compiled) onesPoint(s, ch, n int, want float64, lastExact, wantExact *int, sizes ...int) (Point, float64) {
+	in := make([]float32, ch*s)
+	for r := range ch {
+		for i := range n {
+			in[r*s+i] = 1
+		}
 	}
 	pt := Point{Label: fmt.Sprintf("n=%d", n), In: Num(n), Want: Num(want)}
 	got := math.NaN()
@@ -237,6 +277,12 @@ func (c compiled) onesPoint(s, n int, want float64, lastExact, wantExact *int, s
 	} else {
 		got = float64(out[0][0])
 		pt.Got, pt.OK = Num(got), same(want, got)
+		for r, step := 1, len(out[0])/ch; r < ch; r++ {
+			if v := float64(out[0][r*step]); !same(got, v) {
+				pt.Error, pt.OK = fmt.Sprintf("rows disagree: row %d sums to %g, row 0 to %g", r, v, got), false
+				break
+			}
+		}
 		if got == float64(n) {
 			*lastExact = max(*lastExact, n)
 		}
@@ -270,9 +316,9 @@ func (e *env) onesDot() Probe {
 		if n > s {
 			continue
 		}
-		// Wide: ones summed in float32 (exact), rounded to fp16; narrow: an
-		// fp16 running sum.
-		pt, _ := c.onesPoint(s, n, modelDot(1, n, e.narrow), &lastExact, &wantExact, 1)
+		// Wide: ones summed in float32 (exact), rounded to fp16 by the
+		// target's Rounding; narrow: an fp16 running sum.
+		pt, _ := c.onesPoint(s, 1, n, e.modelDot(1, n), &lastExact, &wantExact, 1)
 		p.Points = append(p.Points, pt)
 	}
 	p.Values = map[string]any{"last_exact": lastExact}
@@ -324,8 +370,8 @@ func (e *env) subnormals() Probe {
 			exact, o = k.a*k.b, out[1]
 		}
 		want := exact
-		if e.narrow {
-			want = 0 // the narrow model flushes subnormal operands and results
+		if e.t.FlushSubnormals {
+			want = 0 // the pessimistic model flushes subnormal operands and results
 		}
 		got := float64(o[i])
 		pt := Point{Label: k.label, In: Num(exact), Want: Num(want), Got: Num(got), OK: same(want, got)}
@@ -338,7 +384,7 @@ func (e *env) subnormals() Probe {
 		p.Points = append(p.Points, pt)
 	}
 	p.Values = map[string]any{"kept": kept, "flushed": flushed}
-	if e.narrow {
+	if e.t.FlushSubnormals {
 		p.Expected = fmt.Sprintf("all %d flushed to 0", len(cases))
 	} else {
 		p.Expected = fmt.Sprintf("all %d kept", len(cases))
@@ -356,10 +402,11 @@ func (e *env) transcendentals() []Probe {
 		n = 256
 	}
 	// The model: a float32 result rounded to fp16, relative error at most
-	// u(1+2⁻¹²) for normal results; the narrow model adds up to 2⁻¹⁰.
+	// u(1+2⁻¹²) for normal results; a target with a TableError (the
+	// pessimistic model: 2⁻¹⁰) adds it first.
 	bound := fp16.UnitRoundoff * (1 + 0x1p-12)
-	if e.narrow {
-		bound = (1+0x1p-10)*(1+bound) - 1
+	if e.t.TableError > 0 {
+		bound = (1+e.t.TableError)*(1+bound) - 1
 	}
 	grid := func(lo, hi float64) []float64 {
 		xs := make([]float64, n)
@@ -465,7 +512,9 @@ func (e *env) transcendentals() []Probe {
 // with one concat op.
 func (e *env) concatArity() Probe {
 	p := Probe{Name: "concat-arity", What: "one concat of 2, 3 and 16 inputs along the channel axis: does it compile, is it right?"}
-	w := e.t.RowLength(1)
+	// Rows wide enough that the smallest output, two of them, meets the
+	// target's MinSurfaceBytes (one aligned row where there is none).
+	w := e.t.RowLength(max((e.t.MinSurfaceBytes+3)/4, 1))
 	counts := []int{2, 3, 16}
 	p.Params = map[string]any{"inputs": counts, "width": w}
 	var exp, meas []string
@@ -533,12 +582,16 @@ func boolNum(b bool) float64 {
 func (e *env) surfaces() Probe {
 	p := Probe{Name: "io-surfaces", What: "the same 2-input graph with one packed input surface vs a surface per input"}
 	w := e.t.RowLength(1)
+	// Rows enough that each tensor alone meets the target's
+	// MinSurfaceBytes: the lowering pads packed surfaces, not a surface
+	// per tensor.
+	rows := e.channels(w, 4)
 	g := dataflow.New()
-	x := g.Input("x", dataflow.Shape{4, w})
-	y := g.Input("y", dataflow.Shape{4, w})
+	x := g.Input("x", dataflow.Shape{rows, w})
+	y := g.Input("y", dataflow.Shape{rows, w})
 	g.Output("s", g.Add(x, y))
 	g.Output("d", g.Sub(x, y))
-	xs, ys := make([]float32, 4*w), make([]float32, 4*w)
+	xs, ys := make([]float32, rows*w), make([]float32, rows*w)
 	for i := range xs {
 		xs[i], ys[i] = float32(i%64), float32(3*(i%17)) // small integers: exact sums
 	}
@@ -557,7 +610,7 @@ func (e *env) surfaces() Probe {
 			return "error", len(prog.InputSurfaces), c.err
 		}
 		defer c.close()
-		out, err := c.run([][]float32{xs, ys}, 4*w, 4*w)
+		out, err := c.run([][]float32{xs, ys}, rows*w, rows*w)
 		if err != nil {
 			return "runs with error", len(prog.InputSurfaces), err
 		}
@@ -570,7 +623,7 @@ func (e *env) surfaces() Probe {
 	}
 	packed, np, perr := try(e.t)
 	sep, ns, serr := try(separate)
-	p.Params = map[string]any{"packed_surfaces": np, "separate_surfaces": ns}
+	p.Params = map[string]any{"packed_surfaces": np, "separate_surfaces": ns, "rows": rows, "width": w}
 	p.Values = map[string]any{"packed": packed, "separate": sep}
 	if perr != nil {
 		p.Values["packed_error"] = perr.Error()
@@ -597,28 +650,47 @@ func (e *env) surfaces() Probe {
 const budgetBound = 160
 
 // compileBudget compiles distinct programs, keeping each loaded, until one
-// fails or budgetBound is reached. On hardware only, and not with -short:
-// the process may be unable to compile afterwards, so it runs last.
+// fails or budgetBound is reached.
+//
+// On hardware it counts the engine's own limit: it lifts the process
+// budget (ane.ProcessBudget, the target's CompileBudget) by budgetBound
+// for the count, and it runs only in a full run, last: the process may be
+// unable to compile afterwards. On the simulator, whose device refuses the
+// compile past its target's CompileBudget, it counts that budget, in a
+// short run too (a hundred tiny compiles are cheap), and gives the
+// compiles it took back afterwards by raising the device's limit by as
+// many, so that the device compiles after Run as it did before.
 func (e *env) compileBudget() Probe {
-	p := Probe{Name: "compile-budget", What: "how many distinct programs compile (kept loaded) before a failure, bounded", Expected: "about 119 per process (public reports)"}
-	p.Params = map[string]any{"bound": budgetBound}
-	if !e.dev.Info().Hardware {
-		p.Measured, p.Verdict = "simulator: no budget", VerdictNA
-		return p
-	}
-	if e.short {
-		p.Measured, p.Verdict = "-short", VerdictSkipped
-		return p
-	}
+	p := Probe{Name: "compile-budget", What: "how many distinct programs compile (kept loaded) before a failure, bounded"}
+	p.Params = map[string]any{"bound": budgetBound, "budget_modeled": e.t.CompileBudget}
 	dev := e.dev
 	if c, ok := dev.(interface{ Backend() shim.Device }); ok {
 		dev = c.Backend() // past the cache, which would evict and close
 	}
-	budget := ane.ProcessBudget()
+	var budget *shim.Budget
+	if e.dev.Info().Hardware {
+		p.Expected = fmt.Sprintf("about 119 per process (public reports); anemone stops at %d (Target.CompileBudget)", e.t.CompileBudget)
+		if e.short {
+			p.Measured, p.Verdict = "-short", VerdictSkipped
+			return p
+		}
+		budget = ane.ProcessBudget()
+	} else {
+		p.Expected = fmt.Sprintf("%d per device (Target.CompileBudget), then refused (shim.ErrBudget)", e.t.CompileBudget)
+		b, ok := dev.(interface{ Budget() *shim.Budget })
+		if !ok {
+			p.Measured, p.Verdict = "simulator without a compile budget", VerdictNA
+			return p
+		}
+		budget = b.Budget()
+	}
 	before, limit := budget.Used(), budget.Limit()
-	budget.SetLimit(before + budgetBound)
-	defer budget.SetLimit(limit)
+	if e.dev.Info().Hardware {
+		budget.SetLimit(before + budgetBound)
+		defer budget.SetLimit(limit)
+	}
 	w := e.t.RowLength(1)
+	ch := e.channels(w, 1)
 	var exes []shim.Executable
 	defer func() {
 		for _, x := range exes {
@@ -628,14 +700,17 @@ func (e *env) compileBudget() Probe {
 	var ferr error
 	for i := range budgetBound {
 		b := newMIL(e.t.Opset)
-		x := b.input("x", 1, 1, 1, w)
-		y := b.op("y", "add", []int{1, 1, 1, w}, "x", ref(x), "y", b.half(float64(i+1)))
-		exe, err := dev.Compile(b.program(e.t, y, []int{1, 1, 1, w}))
+		x := b.input("x", 1, ch, 1, w)
+		y := b.op("y", "add", []int{1, ch, 1, w}, "x", ref(x), "y", b.half(float64(i+1)))
+		exe, err := dev.Compile(b.program(e.t, y, []int{1, ch, 1, w}))
 		if err != nil {
 			ferr = err
 			break
 		}
 		exes = append(exes, exe)
+	}
+	if !e.dev.Info().Hardware {
+		budget.SetLimit(budget.Limit() + len(exes)) // the probe's compiles given back
 	}
 	p.Values = map[string]any{"compiled": len(exes), "compiles_before_probe": before}
 	if ferr != nil {
@@ -645,5 +720,21 @@ func (e *env) compileBudget() Probe {
 		p.Measured = fmt.Sprintf("all %d compiled (after %d earlier compiles)", len(exes), before)
 	}
 	p.Verdict = VerdictMeasured
+	if !e.dev.Info().Hardware {
+		total := before + len(exes)
+		p.Values["total"] = total
+		then := "no refusal"
+		switch {
+		case errors.Is(ferr, shim.ErrBudget):
+			then = "refused (shim.ErrBudget)"
+		case ferr != nil:
+			then = firstLine(ferr.Error())
+		}
+		p.Measured = fmt.Sprintf("%d per device (%d earlier, %d by the probe), then %s", total, before, len(exes), then)
+		p.Verdict = VerdictModeled
+		if total != e.t.CompileBudget || !errors.Is(ferr, shim.ErrBudget) {
+			p.Verdict = VerdictDiffers
+		}
+	}
 	return p
 }

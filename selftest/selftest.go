@@ -11,7 +11,6 @@ import (
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/engine"
-	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/nn/nntest"
 	"github.com/anemone-go/anemone/shim"
@@ -20,7 +19,8 @@ import (
 
 // Options tune Run.
 type Options struct {
-	// Short is a quick run: fewer sweep points, no compile-budget count.
+	// Short is a quick run: fewer sweep points, and no compile-budget
+	// count on hardware (the simulator's budget is counted regardless).
 	Short bool
 	// Note is put before the report's own note: the caller's word on how
 	// the device was chosen, for instance.
@@ -29,8 +29,11 @@ type Options struct {
 
 // Run runs the conformance suite and every probe on dev and reports what
 // the device did beside what the simulator's model of its target
-// predicts. A probe that fails or panics is a row with VerdictError; the
-// others still run. Run does not close dev.
+// (dev.Info().Target) predicts. A probe that fails or panics is a row with
+// VerdictError; the others still run. Run does not close dev. Its
+// programs count against dev's compile budget as any compile does (about
+// 95 of the 100), except the compile-budget probe's on the simulator,
+// which it gives back.
 func Run(dev shim.Device, o Options) *Report {
 	short := o.Short
 	info := dev.Info()
@@ -48,7 +51,7 @@ func Run(dev shim.Device, o Options) *Report {
 	if rep.Simulated {
 		rep.Note = "Simulated: the measured column is the simulator's own model, not hardware."
 	}
-	e := &env{dev: dev, t: info.Target, narrow: strings.Contains(info.Name, "narrow"), short: short, family: info.Target.Name}
+	e := &env{dev: dev, t: info.Target, short: short, family: info.Target.Name}
 	if info.Hardware && host.Family != "" {
 		e.family = host.Family // the chip's own family, where the model has one
 	}
@@ -136,10 +139,11 @@ func readBuildStamp() BuildStamp {
 
 // env carries what every probe needs.
 type env struct {
-	dev    shim.Device
-	t      lower.Target
-	narrow bool // the device's model accumulates matmul/conv in fp16
-	short  bool
+	dev shim.Device
+	// t is the device's target (on hardware the chip family's): every
+	// probe's expected outcome is computed from its fields.
+	t     lower.Target
+	short bool
 	// family prices the programs (lower.Estimate): the chip's own on
 	// hardware, the device's target on the simulator.
 	family  string
@@ -333,31 +337,6 @@ func verdict(pts []Point) string {
 		}
 	}
 	return VerdictModeled
-}
-
-// modelDot is the simulator's model of a K-term dot product of v with
-// ones: fp16 products (exact here) summed in float32, or in fp16 under the
-// narrow model, the sum rounded to fp16; a sum above the cliff before that
-// last rounding is ±Inf.
-func modelDot(v float64, k int, narrow bool) float64 {
-	var sum float64 // the sum before its final rounding
-	if narrow {
-		var s float64
-		for range k - 1 {
-			s = fp16.Round64(s + v)
-		}
-		sum = s + v
-	} else {
-		var s32 float32
-		for range k {
-			s32 += float32(v)
-		}
-		sum = float64(s32)
-	}
-	if math.Abs(sum) > cliff {
-		return math.Copysign(math.Inf(1), sum)
-	}
-	return fp16.Round64(sum)
 }
 
 // saturation sweeps K-term dot products (a matmul of two inputs, or with

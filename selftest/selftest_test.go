@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
@@ -167,7 +169,11 @@ func TestSelftestSimulatorShowsTheModeledCliffs(t *testing.T) {
 			require.Equal(t, "runs, correct", io.Values["packed"])
 			require.Equal(t, "refused", io.Values["separate"])
 
-			require.Equal(t, VerdictNA, get("compile-budget").Verdict)
+			// The simulator enforces its target's compile budget: the
+			// count ends at 100 with ErrBudget.
+			cb := get("compile-budget")
+			require.Equal(t, VerdictModeled, cb.Verdict, cb.Measured)
+			require.Equal(t, 100.0, cb.Values["total"])
 
 			// The reported per-chip cliffs: the model has none of them, so
 			// every width, size and K is correct, the partial sums exact,
@@ -212,6 +218,95 @@ func TestSelftestSimulatorShowsTheModeledCliffs(t *testing.T) {
 			}
 			require.Greater(t, timed, 20)
 			require.Contains(t, out, "simulated: no engine time")
+		})
+	}
+}
+
+// TestSelftestEveryDeviceAsModeled runs the short selftest on the default
+// simulators and on each family variant (sim-m1, sim-m3, sim-m5, whose
+// targets refuse surfaces below MinSurfaceBytes and change matmul
+// results): every probe agrees with the model of the device's target, and
+// the per-family rules show where the target's fields say they do.
+func TestSelftestEveryDeviceAsModeled(t *testing.T) {
+	for _, name := range []string{"sim", "sim-narrow", "sim-m1", "sim-m3", "sim-m5"} {
+		t.Run(name, func(t *testing.T) {
+			dev, err := shim.Open(name)
+			require.NoError(t, err)
+			defer dev.Close()
+			tg := dev.Info().Target
+			start := time.Now()
+			rep := Run(dev, Options{Short: true})
+			t.Logf("short selftest on %s took %v", name, time.Since(start))
+			probes := map[string]Probe{}
+			for _, p := range rep.Probes {
+				require.Contains(t, []string{VerdictModeled, VerdictNA}, p.Verdict, "%s on %s: expected %q, measured %q %s", p.Name, name, p.Expected, p.Measured, p.Error)
+				probes[p.Name] = p
+			}
+			require.Empty(t, rep.Departures())
+			require.Equal(t, 20, len(probes), "probes")
+
+			// M1's inner-dimension multiple: zeros for K = 40 and 48.
+			inner := probes["matmul-inner-dim-32"]
+			for _, k := range []int{32, 40, 48, 64} {
+				want := "correct"
+				if tg.InnerMultiple > 1 && k%tg.InnerMultiple != 0 {
+					want = "zeros"
+				}
+				require.Equal(t, want, inner.Values[fmt.Sprintf("K=%d", k)], "K=%d", k)
+			}
+			if name == "sim-m1" {
+				require.Equal(t, "zeros", inner.Values["K=40"])
+			}
+			// The minimum surface: refused below it, correct from it.
+			size := probes["surface-minimum-size"]
+			require.Len(t, size.Points, 5)
+			refused := 0
+			for _, pt := range size.Points {
+				below := tg.MinSurfaceBytes > 0 && int(pt.In) < tg.MinSurfaceBytes
+				require.Equal(t, below, strings.HasSuffix(pt.Label, ": refused"), pt.Label)
+				if below {
+					refused++
+				}
+			}
+			if tg.MinSurfaceBytes == 49152 {
+				require.Equal(t, 2, refused, "16 and 32 KB")
+			}
+			// M3's partial sums reaching 2¹⁵: zero; elsewhere exact.
+			ps := probes["partial-sum-2^15"]
+			require.Equal(t, "exact", ps.Values["peak 2^14"])
+			if tg.PartialSumZero {
+				require.Equal(t, "zero", ps.Values["peak 2^15"])
+				require.Contains(t, probes["matmul-saturation"].Expected, "zero from 32768")
+			} else {
+				require.Equal(t, "exact", ps.Values["peak 2^15"])
+			}
+			pr := probes["product-rounding"]
+			if tg.FlushSubnormalProducts {
+				require.Equal(t, "subnormal products flushed", pr.Values["subnormal"])
+			} else {
+				require.Equal(t, "subnormal products kept", pr.Values["subnormal"])
+			}
+			// Ties break as the target's Rounding says.
+			require.Equal(t, tg.Rounding.String(), probes["tie-rounding"].Values["behaviour"])
+			// The width-offset slice clamps where the target has the clamp.
+			clamp := probes["width-slice-clamp"]
+			off := tg.RowLength(1)
+			inf, ok := clamp.Values[fmt.Sprintf("offset%d_first_inf", off)].(Num)
+			require.True(t, ok, "%v", clamp.Values)
+			if tg.WidthSliceClamp {
+				require.Equal(t, 4096.0, float64(inf))
+			} else {
+				require.True(t, math.IsNaN(float64(inf)), "no clamp: %g", inf)
+			}
+			// The compile budget is counted on every simulator, and given
+			// back: the device compiles after Run.
+			cb := probes["compile-budget"]
+			require.Equal(t, VerdictModeled, cb.Verdict, cb.Measured)
+			require.Equal(t, tg.CompileBudget, cb.Values["total"])
+			g := dataflow.New()
+			g.Output("y", g.Add(g.Input("x", dataflow.Shape{1, 8}), g.Input("z", dataflow.Shape{1, 8})))
+			_, err = shim.Build(dev, g)
+			require.NoError(t, err, "the device compiles after Run")
 		})
 	}
 }

@@ -19,8 +19,8 @@ import (
 // departure is a finding, not a failure.
 func cmdSelftest(args []string, w io.Writer) error {
 	fs := newFlags("selftest")
-	name := fs.String("device", "", "device: ane, sim or sim-narrow (default: $ANEMONE_DEVICE, else the ANE when present, else sim)")
-	short := fs.Bool("short", false, "a quick run: fewer sweep points, no compile-budget count")
+	name := fs.String("device", "", deviceHelp)
+	short := fs.Bool("short", false, "a quick run: fewer sweep points, no compile-budget count on the engine")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	if err := parse(fs, args); err != nil {
 		return err
