@@ -31,8 +31,8 @@ type Options struct {
 // the device did beside what the simulator's model of its target
 // (dev.Info().Target) predicts. A probe that fails or panics is a row with
 // VerdictError; the others still run. Run does not close dev. Its
-// programs count against dev's compile budget as any compile does (about
-// 95 of the 100), except the compile-budget probe's on the simulator,
+// programs count against dev's compile budget as any compile does (some
+// 90 of the 100 in a run), except the compile-budget probe's on the simulator,
 // which it gives back.
 func Run(dev shim.Device, o Options) *Report {
 	short := o.Short
