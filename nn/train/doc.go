@@ -17,9 +17,14 @@
 //     cliff), and the gate is computed on the device, so an overflowed
 //     step changes nothing. Backward contractions saturate at the cliff,
 //     so an overflow never turns into a NaN (0·Inf) that could defeat the
-//     gate. The optimizer's step is gated the same way: one that reaches
-//     2¹⁵ in its unit (a change of 32 for a compensated weight), which
-//     fp16 could not add, is skipped and is an error wrapping ErrOverflow.
+//     gate. No optimizer step may reach 2¹⁵ in its unit (a change of 32
+//     for a compensated weight), which fp16 could not add: where the
+//     optimizer's bound (any gradient, any weight) allows one, the step is
+//     gated on the device the same way, skipped and an error wrapping
+//     ErrOverflow; where it does not (Adam below a learning rate of about
+//     0.25 for compensated weights, SGD below 1), the program has no step
+//     gate, which would cost about a fifth of a step, and a schedule that
+//     raises the rate past the bound is ErrConfig.
 //   - Optimizer state is in a fixed gradient unit (the gradient times
 //     2¹⁰, whatever S is) and Adam keeps √v, not v: v's range is twice
 //     the gradient's in binades and does not fit fp16.

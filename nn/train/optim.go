@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/fp16"
 )
 
 // gradUnit is the fixed unit of the optimizer state: the state holds
@@ -25,6 +26,12 @@ type Optimizer interface {
 	// update number t (1-based), the step unit being u and the learning
 	// rate LR·f.
 	scalars(t int, u, f float64) map[string]float64
+	// stepBound bounds |step| in its unit u for the learning rate LR·f,
+	// over every step number, every gradient the step admits (|gk| ≤
+	// gradClamp in the state's unit) and every weight (|w| ≤ 65504): +Inf
+	// where there is no such bound, or where the optimizer's state could
+	// itself leave fp16's range.
+	stepBound(u, f float64) float64
 }
 
 // SGD is stochastic gradient descent with momentum: buf ← μ·buf + g,
@@ -79,6 +86,17 @@ func (o SGD) scalars(_ int, u, f float64) map[string]float64 {
 		splitRate(m, "train_sgd_wd", -lr*o.WeightDecay*u)
 	}
 	return m
+}
+
+func (o SGD) stepBound(u, f float64) float64 {
+	d := float64(gradClamp) // |buf| ≤ gradClamp/(1 − μ) by induction
+	if o.Momentum > 0 {
+		if d /= 1 - o.Momentum; d > fp16.MaxValue {
+			return math.Inf(1)
+		}
+	}
+	lr := o.LR * f
+	return lr*u/gradUnit*d + lr*o.WeightDecay*u*fp16.MaxValue
 }
 
 // Adam is Adam (AdamW when WeightDecay > 0: decoupled decay w ← w −
@@ -159,6 +177,36 @@ func (o Adam) scalars(t int, u, f float64) map[string]float64 {
 		splitRate(m, "train_adam_wd", -lr*o.WeightDecay*u)
 	}
 	return m
+}
+
+// stepBound for Adam: from m₀ = r₀ = 0, |m_t| ≤ (1−β₁)·Σ β₁^(t−i)·|g_i|
+// and r_t ≥ √(1−β₂)·β₂^((t−i)/2)·|g_i| for every i, so |m_t|/r_t ≤
+// (1−β₁)/(√(1−β₂)·(1 − β₁/√β₂)) when β₁ < √β₂ (31.8 for the defaults),
+// whatever the gradients; twice that covers the states' fp16 rounding
+// over the ~1/(1 − β₁/√β₂) steps the sum weighs. The bias-corrected rate
+// is at most LR·f·sup_t √(1−β₂ᵗ)/(1−β₁ᵗ) (adamRateMax).
+func (o Adam) stepBound(u, f float64) float64 {
+	b1, b2, _ := o.params()
+	if !(b1 < math.Sqrt(b2)) {
+		return math.Inf(1)
+	}
+	ratio := 2 * (1 - b1) / (math.Sqrt(1-b2) * (1 - b1/math.Sqrt(b2)))
+	lr := o.LR * f
+	return lr*adamRateMax(b1, b2)*u*ratio + lr*o.WeightDecay*u*fp16.MaxValue
+}
+
+// adamRateMax is sup over t ≥ 1 of √(1−β₂ᵗ)/(1−β₁ᵗ): the maximum over the
+// first 10⁵ steps, and beyond them 1/(1−β₁^(10⁵)), which bounds every
+// later term (√(1−β₂ᵗ) ≤ 1, and 1/(1−β₁ᵗ) decreases).
+func adamRateMax(b1, b2 float64) float64 {
+	const steps = 100000
+	best, p1, p2 := 0.0, 1.0, 1.0
+	for range steps {
+		p1 *= b1
+		p2 *= b2
+		best = math.Max(best, math.Sqrt(1-p2)/(1-p1))
+	}
+	return math.Max(best, 1/(1-p1))
 }
 
 // rateExp suffixes the name of the power of two that carries a rate's

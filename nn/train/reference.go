@@ -69,7 +69,7 @@ func (r *Reference) Step(b Batch) (float64, error) {
 	for _, cp := range r.st.carries {
 		r.state[cp[1]] = out[cp[0]]
 	}
-	mon := out[outMonitor]
+	mon := append(out[outMonitor], 0) // the step maximum is 0 when ungated
 	_, err = r.sc.observe(mon[0], mon[1], mon[2])
 	r.StepTime += time.Since(start)
 	r.steps++

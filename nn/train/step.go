@@ -164,6 +164,9 @@ type step struct {
 	update   Update
 	opt      Optimizer
 	sched    func(t int) float64
+	// gated: the program gates every optimizer step on its size (see
+	// buildStep) and its monitor has a third value, the largest step.
+	gated bool
 	// crossEntropy is set when the loss is SoftmaxCrossEntropy, whose
 	// targets checkBatch checks are distributions.
 	crossEntropy bool
@@ -276,6 +279,14 @@ func buildStep(c *Config) (*step, error) {
 	b.ok = g.Minimum(g.Relu(g.Sub(g.Scalar(Headroom), g.Maximum(mf, mb))), g.Scalar(1))
 	unit := b.scalar(inUnit)
 	u := stepUnit(c.Update)
+	// The step gate is built only where the optimizer's bound on a step
+	// (stepBound, at the configured rate) does not keep it below half of
+	// stepLimit: then no gradient can make a step overflow, and a
+	// schedule that raises the rate past that is refused on the host
+	// (checkStep). The gate reads every step (an abs and a reduction per
+	// parameter) and blends every state: about a fifth of an MLP step's
+	// modeled engine time.
+	s.gated = !(2*c.Optimizer.stepBound(u, 1) < stepLimit)
 	deltas := make([]dataflow.Value, len(s.params))
 	nexts := make([][]dataflow.Value, len(s.params))
 	var ms dataflow.Value // the largest |step|, in its unit
@@ -288,6 +299,9 @@ func buildStep(c *Config) (*step, error) {
 		}
 		gk := g.Minimum(g.Maximum(g.Mul(grads[i], unit), g.Scalar(-gradClamp)), g.Scalar(gradClamp))
 		deltas[i], nexts[i] = c.Optimizer.build(b, p, gk)
+		if !s.gated {
+			continue
+		}
 		m := g.ReduceMax(g.Abs(deltas[i]), nil, false)
 		if ms.Valid() {
 			ms = g.Maximum(ms, m)
@@ -301,11 +315,17 @@ func buildStep(c *Config) (*step, error) {
 	// NaN). Each gated value is clamp(v)·okU (+ its old value·(1 − okU)):
 	// exact for okU = 1 (the clamp is then the identity) and for okU = 0,
 	// and never 0·Inf.
-	okU := g.Minimum(g.Relu(g.Sub(g.Scalar(stepLimit), ms)), g.Scalar(1))
-	okAll := g.Mul(b.ok, okU)
-	notU := g.Sub(g.Scalar(1), okU)
+	okAll, okU, notU := b.ok, dataflow.Value{}, dataflow.Value{}
+	if s.gated {
+		okU = g.Minimum(g.Relu(g.Sub(g.Scalar(stepLimit), ms)), g.Scalar(1))
+		okAll = g.Mul(b.ok, okU)
+		notU = g.Sub(g.Scalar(1), okU)
+	}
 	for i, p := range s.params {
-		delta := g.Mul(g.Minimum(g.Maximum(deltas[i], g.Scalar(-stepLimit)), g.Scalar(stepLimit)), okU)
+		delta := deltas[i]
+		if s.gated {
+			delta = g.Mul(g.Minimum(g.Maximum(delta, g.Scalar(-stepLimit)), g.Scalar(stepLimit)), okU)
+		}
 		var hiN dataflow.Value
 		if c.Update == Compensated {
 			// Fast2Sum of hi and b = lo + step (in units of 2⁻¹⁰): s = hi +
@@ -327,14 +347,21 @@ func buildStep(c *Config) (*step, error) {
 		s.carries = append(s.carries, [2]string{nextName(p.name), p.name})
 		for j, st := range c.Optimizer.states() {
 			in := stateName(p.name, st)
-			nx := g.Minimum(g.Maximum(nexts[i][j], g.Scalar(-fp16.MaxValue)), g.Scalar(fp16.MaxValue))
-			nx = g.Add(g.Mul(nx, okU), g.Mul(p.state[j], notU))
+			nx := nexts[i][j]
+			if s.gated {
+				nx = g.Minimum(g.Maximum(nx, g.Scalar(-fp16.MaxValue)), g.Scalar(fp16.MaxValue))
+				nx = g.Add(g.Mul(nx, okU), g.Mul(p.state[j], notU))
+			}
 			g.Output(nextName(in), nx)
 			s.carries = append(s.carries, [2]string{nextName(in), in})
 		}
 	}
 	g.Output(outLoss, g.Reshape(loss, dataflow.Shape{1}))
-	g.Output(outMonitor, g.Concat(0, g.Reshape(mf, dataflow.Shape{1}), g.Reshape(mb, dataflow.Shape{1}), g.Reshape(ms, dataflow.Shape{1})))
+	monitor := g.Concat(0, g.Reshape(mf, dataflow.Shape{1}), g.Reshape(mb, dataflow.Shape{1}))
+	if s.gated {
+		monitor = g.Concat(0, monitor, g.Reshape(ms, dataflow.Shape{1}))
+	}
+	g.Output(outMonitor, monitor)
 	// Force the optimizer's scalars into existence in a fixed order.
 	for name := range c.Optimizer.scalars(1, u, 1) {
 		b.scalar(name)
@@ -355,6 +382,9 @@ func (s *step) hostScalars(t int, scale float64) (map[string]float64, error) {
 		}
 	}
 	u := stepUnit(s.update)
+	if !s.gated && !(2*s.opt.stepBound(u, f) < stepLimit) {
+		return nil, fmt.Errorf("train: Schedule(%d) = %g raises the learning rate to where one optimizer step could reach 2¹⁵ in its unit (a change of 32 for a compensated weight), which the step program, built for the rate at factor 1, does not gate: lower the learning rate or the schedule's factor: %w", t, f, ErrConfig)
+	}
 	m := s.opt.scalars(t, u, f)
 	if err := checkScalars(m, f); err != nil {
 		return nil, err
@@ -423,6 +453,14 @@ const (
 	maxScale = 1 << 15
 	minScale = 0x1p-5
 )
+
+// monitorLen is the number of values in the step's monitor output.
+func (s *step) monitorLen() int {
+	if s.gated {
+		return 3
+	}
+	return 2
+}
 
 // observe takes a step's monitor (forward and backward maxima, and the
 // largest optimizer step in its unit, as the device computed them) and

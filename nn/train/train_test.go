@@ -237,8 +237,8 @@ func argmax(y []float64, c int) []int {
 
 // TestResidency: one compile for the step and one for evaluation, and per
 // step the host moves exactly the batch and the scalars in and the loss
-// and the monitor (forward, backward and step maxima) out — the weights
-// stay on the device.
+// and the monitor (forward and backward maxima; the step maximum too
+// where the step is gated) out — the weights stay on the device.
 func TestResidency(t *testing.T) {
 	dev := open(t, "sim")
 	cfg := smallConfig(Compensated, Adam{LR: 1e-3})
@@ -263,8 +263,12 @@ func TestResidency(t *testing.T) {
 	st := tr.Stats()
 	scalars := len(tr.st.scalars)
 	wantIn := int64(steps * 2 * (16*40 + 16*5 + scalars))
-	if st.BytesIn != wantIn || st.BytesOut != steps*2*4 {
-		t.Errorf("bytes in %d, out %d; want %d (batch and %d scalars) and %d (loss and the three monitor maxima)", st.BytesIn, st.BytesOut, wantIn, scalars, steps*8)
+	wantOut := int64(steps * 2 * (1 + tr.st.monitorLen()))
+	if tr.st.gated {
+		t.Errorf("Adam at lr 1e-3 has a step gate: its bound is %g in the step's unit, want below %d/2", cfg.Optimizer.stepBound(stepUnit(Compensated), 1), stepLimit)
+	}
+	if st.BytesIn != wantIn || st.BytesOut != wantOut {
+		t.Errorf("bytes in %d, out %d; want %d (batch and %d scalars) and %d (loss and %d monitor maxima)", st.BytesIn, st.BytesOut, wantIn, scalars, wantOut, tr.st.monitorLen())
 	}
 	if c := dev.(*shim.Cache).Stats().Compiles; c != 2 {
 		t.Errorf("%d compiles, want 2 (step and evaluation)", c)
@@ -939,5 +943,109 @@ func TestSchedule(t *testing.T) {
 	// different rates and schedules share one step program.
 	if c := dev.(*shim.Cache).Stats().Compiles; c != 1 {
 		t.Errorf("%d compiles, want 1", c)
+	}
+}
+
+// TestAdamStepBound: the ratio |m_t|/r_t that stepBound relies on stays
+// below (1−β₁)/(√(1−β₂)·(1−β₁/√β₂)) (half of the bound's factor: the other
+// half is rounding margin) over gradient sequences that push it, in
+// float64 with the device's recursions: constant, geometrically growing
+// and shrinking (a large old gradient weighs on m longer than on r when
+// β₁ < √β₂ fails to hold by little), and a spike after silence. And
+// adamRateMax is the supremum of the bias-corrected rate factor, checked
+// against a brute-force scan of 10⁶ steps.
+func TestAdamStepBound(t *testing.T) {
+	for _, b := range [][2]float64{{0.9, 0.999}, {0.5, 0.9}, {0.99, 0.9999}, {0.9, 0.9}} {
+		b1, b2 := b[0], b[1]
+		limit := (1 - b1) / (math.Sqrt(1-b2) * (1 - b1/math.Sqrt(b2)))
+		worst := 0.0
+		for _, rho := range []float64{0.5, 0.9, 0.99, 0.999, 1, 1.001, 1.01, 1.1, 2} {
+			m, r, g := 0.0, 0.0, 1.0
+			for range 3000 {
+				m = b1*m + (1-b1)*g
+				r = math.Sqrt(b2*r*r + (1-b2)*g*g)
+				worst = math.Max(worst, math.Abs(m)/r)
+				if g *= rho; g < 1e-150 || g > 1e150 {
+					break
+				}
+			}
+		}
+		// A spike, then zeros: m decays by β₁, r by √β₂ per step.
+		m, r := 1-b1, math.Sqrt(1-b2)
+		for range 3000 {
+			worst = math.Max(worst, m/r)
+			m, r = b1*m, math.Sqrt(b2)*r
+		}
+		if worst > limit*(1+1e-12) {
+			t.Errorf("β = %v: |m|/r reached %.6g, beyond the bound %.6g", b, worst, limit)
+		}
+		if worst < limit/40 {
+			t.Errorf("β = %v: |m|/r reached only %.3g of the bound %.3g: the sequences do not test it", b, worst, limit)
+		}
+		t.Logf("β = %v: max |m|/r %.4g, bound %.4g", b, worst, limit)
+
+		brute, p1, p2 := 0.0, 1.0, 1.0
+		for range 1000000 {
+			p1, p2 = p1*b1, p2*b2
+			brute = math.Max(brute, math.Sqrt(1-p2)/(1-p1))
+		}
+		if got := adamRateMax(b1, b2); got < brute*(1-1e-12) {
+			t.Errorf("β = %v: adamRateMax %.15g below the scanned supremum %.15g", b, got, brute)
+		}
+	}
+}
+
+// TestUngatedStepRefusesSchedule: Adam at lr 1e-3 needs no step gate
+// (its bound, about 6.5e4·lr in lo's unit 2⁻¹⁰ for compensated weights,
+// 65 here, is far below 2¹⁴), so the program has none and its monitor two values; a
+// schedule that multiplies the rate by 10⁴ at step 2 would allow steps of
+// up to 2¹⁵ and is refused with ErrConfig before the dispatch, the
+// weights as they were. SGD at lr 8 (a possible step of 2¹⁷) is gated.
+func TestUngatedStepRefusesSchedule(t *testing.T) {
+	dev := open(t, "sim")
+	cfg := smallConfig(Compensated, Adam{LR: 1e-3})
+	cfg.Schedule = func(t int) float64 {
+		if t >= 2 {
+			return 1e4
+		}
+		return 1
+	}
+	tr, err := New(cfg, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if tr.st.gated || tr.st.monitorLen() != 2 {
+		t.Fatalf("Adam lr 1e-3: gated %v, monitor %d values; want ungated, 2", tr.st.gated, tr.st.monitorLen())
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	if _, err := tr.Step(digits(rng, 16, 40, 5)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := tr.Weights()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Step(digits(rng, 16, 40, 5)); !errors.Is(err, ErrConfig) {
+		t.Fatalf("a schedule factor of 1e4: %v, want ErrConfig", err)
+	}
+	after, err := tr.Weights()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range before {
+		for i, v := range w.Data {
+			if after[name].Data[i] != v {
+				t.Fatalf("%s[%d] changed from %v to %v in a refused step", name, i, v, after[name].Data[i])
+			}
+		}
+	}
+	sgd, err := New(smallConfig(Compensated, SGD{LR: 8}), dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sgd.Close()
+	if !sgd.st.gated || sgd.st.monitorLen() != 3 {
+		t.Errorf("SGD lr 8: gated %v, monitor %d values; want gated, 3", sgd.st.gated, sgd.st.monitorLen())
 	}
 }

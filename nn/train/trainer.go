@@ -290,9 +290,9 @@ func (t *Trainer) Step(b Batch) (float64, error) {
 		return 0, fmt.Errorf("train: %w", errors.Join(ErrDevice, err))
 	}
 	loss := make([]float64, 1)
-	mon := make([]float64, 3)
+	mon := make([]float64, 3) // the step maximum is 0 when ungated
 	lerr := t.ses.Read64(outLoss, loss, 0)
-	_ = t.ses.Read64(outMonitor, mon, 0) // ±Inf is the overflow signal itself
+	_ = t.ses.Read64(outMonitor, mon[:t.st.monitorLen()], 0) // ±Inf is the overflow signal itself
 	t.evalStale = true
 	t.stats.Steps++
 	_, err = t.sc.observe(mon[0], mon[1], mon[2])
