@@ -67,9 +67,10 @@ type Plan struct {
 	dev  shim.Device
 	mode precision.Mode
 
-	mu    sync.Mutex
-	progs map[int]*program // by batch size
-	stats Stats            // every call so far, guarded by mu
+	mu     sync.Mutex
+	closed bool
+	progs  map[int]*program // by batch size
+	stats  Stats            // every call so far, guarded by mu
 }
 
 // Stats returns what the plan's calls have cost so far, the compile of
@@ -132,6 +133,9 @@ func newPlan(what string, dims []int, s *Settings) (*Plan, error) {
 func (p *Plan) program(batch int) (*program, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("fft: the plan is closed; make a new one with NewPlan: %w", shim.ErrClosed)
+	}
 	if pr, ok := p.progs[batch]; ok {
 		return pr, nil
 	}
@@ -321,10 +325,12 @@ func conj(x []complex128) []complex128 {
 	return y
 }
 
-// Close releases the plan's programs (the device's cache may keep them).
+// Close releases the plan's programs (the device's cache may keep them);
+// later transforms with the plan are errors wrapping shim.ErrClosed.
 func (p *Plan) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	var first error
 	for k, pr := range p.progs {
 		if err := pr.exe.Close(); err != nil && first == nil {
