@@ -1,7 +1,10 @@
 // Package lower turns a dataflow graph into one ANE program: MIL text, a
 // weight blob, and the signature of its inputs and outputs.
 //
-// Lower runs in three steps:
+// Lower runs in three steps, after checking every tensor's shape (rank and
+// every axis) and the weight file's size (MaxWeightBytes) against the
+// Target from the shapes alone, so that an oversized graph fails with
+// ErrUnsupported before any constant is copied or built:
 //
 //  1. Legalize: small named passes rewrite ops the engine lacks or runs
 //     badly into ones it runs well: rsqrt → pow(x, −0.5) (the compiler
@@ -11,9 +14,9 @@
 //     operand → 1×1 conv, and a transpose that moves only unit dimensions →
 //     reshape.
 //  2. Check the legalized graph against the Target's limits (rank, spatial
-//     extent, conv kernel, channels) and the capability registry, so that an
-//     op or size the target lacks fails here with ErrUnsupported, never at
-//     dispatch.
+//     extent, conv kernel, channels, the weight file's exact size) and the
+//     capability registry, so that an op or size the target lacks fails
+//     here with ErrUnsupported, never at dispatch.
 //  3. Emit MIL: every program surface is an fp16 tensor in the canonical
 //     layout [1, C, 1, S], S padded to the target's row alignment (64 bytes
 //     through M4, 128 on M5). On every hardware target and the simulator's

@@ -280,11 +280,7 @@ func (e *emitter) emitOutputs(g *dataflow.Graph, prog *Program) {
 	for si := range prog.OutputSurfaces {
 		surf := &prog.OutputSurfaces[si]
 		idx := onSurface(prog.Outputs, si)
-		used := 0
-		for _, i := range idx {
-			used += prog.Outputs[i].Rows()
-		}
-		if len(idx) == 1 && used == surf.Rows() {
+		if surfaceFill(prog, si) < 0 {
 			o := outs[idx[0]]
 			surf.Name = e.band(e.vars[o.Node], e.nodes[o.Node].Shape, prog.Outputs[idx[0]], o.Name)
 		} else {
@@ -295,7 +291,7 @@ func (e *emitter) emitOutputs(g *dataflow.Graph, prog *Program) {
 				vals[j] = e.band(e.vars[o.Node], e.nodes[o.Node].Shape, prog.Outputs[i], e.fresh(o.Name+"_band"))
 				shapes[j] = []int{1, prog.Outputs[i].Rows(), 1, surf.Stride()}
 			}
-			if extra := surf.Rows() - used; extra > 0 {
+			if extra := surfaceFill(prog, si); extra > 0 {
 				// Rows that only bring the surface to the target's
 				// minimum size: zeros, from the blob.
 				shape := []int{1, extra, 1, surf.Stride()}
@@ -307,6 +303,21 @@ func (e *emitter) emitOutputs(g *dataflow.Graph, prog *Program) {
 		}
 		e.fn.Outputs = append(e.fn.Outputs, surf.Name)
 	}
+}
+
+// surfaceFill is the number of zero rows emitOutputs adds to output
+// surface si to bring it to the target's minimum size, or −1 when the
+// surface is one output's band and is written directly.
+func surfaceFill(prog *Program, si int) int {
+	idx := onSurface(prog.Outputs, si)
+	used := 0
+	for _, i := range idx {
+		used += prog.Outputs[i].Rows()
+	}
+	if len(idx) == 1 && used == prog.OutputSurfaces[si].Rows() {
+		return -1
+	}
+	return prog.OutputSurfaces[si].Rows() - used
 }
 
 // concatTree concatenates vals (of the given shapes) along axis with

@@ -9,15 +9,23 @@ import (
 // Rules of one engine family that the lowering meets for its target
 // (engine.Target): they change no result, only the program's shapes.
 
-// padContraction pads every matmul's contraction to a multiple of mult
-// (the target's InnerMultiple: on M1 a matmul whose inner dimension is not
-// a multiple of 32 returns zeros) by concatenating zeros to both operands
-// along it. The added terms are 0·0: the sums, and their rounding, are
-// unchanged.
-func padContraction(src *dataflow.Graph, mult int) (*dataflow.Graph, error) {
+// padContraction pads every matmul's contraction to a multiple of
+// t.InnerMultiple (on M1 a matmul whose inner dimension is not a multiple
+// of 32 returns zeros) by concatenating zeros to both operands along it.
+// The added terms are 0·0: the sums, and their rounding, are unchanged.
+// The zero constants go to the weight file: weights is its size before
+// them (src's tensor constants and the header), and a zero constant that
+// would take it past MaxWeightBytes is refused before it is built (an
+// operand's other axes can make it far larger than the operand's row).
+func padContraction(src *dataflow.Graph, t Target, weights int64) (*dataflow.Graph, error) {
+	mult := t.InnerMultiple
 	nodes := src.Nodes()
 	zeros := map[string]dataflow.Value{} // one zero constant per shape
-	return rebuild(src, func(r *rewriter, n *dataflow.Node, in []dataflow.Value) (dataflow.Value, bool) {
+	var tooLarge error
+	out, err := rebuild(src, func(r *rewriter, n *dataflow.Node, in []dataflow.Value) (dataflow.Value, bool) {
+		if tooLarge != nil {
+			return dataflow.Value{}, false
+		}
 		if n.Op != dataflow.OpMatMul {
 			return dataflow.Value{}, false
 		}
@@ -40,10 +48,12 @@ func padContraction(src *dataflow.Graph, mult int) (*dataflow.Graph, error) {
 			zs[axis] = pad
 			key := fmt.Sprint(zs)
 			z, ok := zeros[key]
-			if !ok {
-				size := 1
-				for _, d := range zs {
-					size *= d
+			if !ok && tooLarge == nil {
+				size := elements(zs)
+				if weights = satAdd(weights, blobBytes(size)); weights > weightLimit {
+					tooLarge = fmt.Errorf("padding matmul node %d's contraction of %d to a multiple of %d needs a zero constant of shape %v: %w",
+						n.ID, k, mult, zs, weightError(weights, false, t))
+					return dataflow.Value{}
 				}
 				z = g.Const(r.fresh("contraction_pad"), dataflow.Shape(zs), make([]float64, size))
 				zeros[key] = z
@@ -52,13 +62,17 @@ func padContraction(src *dataflow.Graph, mult int) (*dataflow.Graph, error) {
 		}
 		return g.MatMul(widen(in[0], xs, xa), widen(in[1], ys, ya), n.Attrs.TransposeX, n.Attrs.TransposeY), true
 	})
+	if tooLarge != nil {
+		return nil, tooLarge
+	}
+	return out, err
 }
 
 // legalizeFor runs the passes of t's family rules after Legalize's.
 func legalizeFor(g *dataflow.Graph, t Target) (*dataflow.Graph, error) {
 	if t.InnerMultiple > 1 {
 		var err error
-		if g, err = padContraction(g, t.InnerMultiple); err != nil {
+		if g, err = padContraction(g, t, constantBytes(g)); err != nil {
 			return nil, fmt.Errorf("lower: pass pad-contraction: %w", err)
 		}
 	}

@@ -2,9 +2,10 @@ package lower
 
 import (
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
+	"math"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/lower/mil"
 )
 
@@ -20,6 +21,11 @@ func Lower(g *dataflow.Graph, t Target) (*Program, error) {
 		return nil, fmt.Errorf("lower: %w", err)
 	}
 	if err := checkNames(g); err != nil {
+		return nil, err
+	}
+	// Shapes and the weight file's size are checked before the passes,
+	// which copy every constant, and the emitter build anything.
+	if err := checkShapes(g, t); err != nil {
 		return nil, err
 	}
 	legal, err := Legalize(g)
@@ -49,12 +55,15 @@ func Legalize(g *dataflow.Graph) (*dataflow.Graph, error) {
 // checkLimits rejects tensors the target cannot hold.
 func checkLimits(g *dataflow.Graph, t Target) error {
 	nodes := g.Nodes()
-	for _, n := range nodes {
-		if len(n.Shape) > t.MaxRank {
-			return fmt.Errorf("lower: node %d (%s): rank %d exceeds target %s's limit of %d: %w", n.ID, n.Op, len(n.Shape), t.Name, t.MaxRank, ErrUnsupported)
+	outName := map[int]string{}
+	for _, o := range g.Outputs() {
+		if _, ok := outName[o.Node]; !ok {
+			outName[o.Node] = o.Name
 		}
-		if r := len(n.Shape); r > 0 && n.Shape[r-1] > t.MaxSpatial {
-			return fmt.Errorf("lower: node %d (%s): last dimension %d of shape %v exceeds target %s's limit of %d: %w", n.ID, n.Op, n.Shape[r-1], n.Shape, t.Name, t.MaxSpatial, ErrUnsupported)
+	}
+	for _, n := range nodes {
+		if err := checkShape(n, t, tensorLabel(n, outName), true); err != nil {
+			return err
 		}
 		switch n.Op {
 		case dataflow.OpMatMul:
@@ -86,7 +95,11 @@ func checkLimits(g *dataflow.Graph, t Target) error {
 func ioSpec(t Target, name string, shape dataflow.Shape) (IOSpec, error) {
 	rows, rowLen := rowsOf(shape)
 	if rows > t.MaxChannels {
-		return IOSpec{}, fmt.Errorf("lower: %q of shape %v needs %d device rows, over target %s's channel limit of %d: %w", name, shape, rows, t.Name, t.MaxChannels, ErrUnsupported)
+		n := fmt.Sprint(rows)
+		if rows == math.MaxInt {
+			n = "over 2⁶³"
+		}
+		return IOSpec{}, fmt.Errorf("lower: %q of shape %v needs %s device rows (the product of its axes but the last), over target %s's channel limit of %d; split it into several inputs or outputs, or move extent to its last axis: %w", name, shape, n, t.Name, t.MaxChannels, ErrUnsupported)
 	}
 	return IOSpec{
 		Name:        name,
@@ -95,13 +108,14 @@ func ioSpec(t Target, name string, shape dataflow.Shape) (IOSpec, error) {
 	}, nil
 }
 
-// rowsOf is a logical shape's device rows and row length.
+// rowsOf is a logical shape's device rows and row length; rows saturate
+// at math.MaxInt rather than wrap.
 func rowsOf(shape dataflow.Shape) (rows, rowLen int) {
 	rows, rowLen = 1, 1
 	if r := len(shape); r > 0 {
 		rowLen = shape[r-1]
 		for _, d := range shape[:r-1] {
-			rows *= d
+			rows = satMul(rows, d)
 		}
 	}
 	return rows, rowLen
@@ -187,6 +201,10 @@ func emit(g *dataflow.Graph, t Target) (*Program, error) {
 	}
 	if prog.Outputs, prog.OutputSurfaces, err = layout(t, prog.Outputs, t.PackedIO, "output"); err != nil {
 		return nil, err
+	}
+	// The weight file's exact size, before any of it is built.
+	if w := weightFileBytes(g, prog); w > weightLimit {
+		return nil, weightError(w, true, t)
 	}
 	e.declareInputs(prog)
 	e.planDirect(g, prog)
