@@ -46,6 +46,14 @@ const (
 	HeightLimit = 16384
 )
 
+// WeightFileLimit is the largest weight file the engine's compiler takes,
+// in bytes: 2³¹ (docs/ENGINE.md §2). It refuses a larger one ("Weight file
+// size (2525476480 bytes) exceeds the maximum (2147483648 bytes)", quoted
+// in coremltools pull request #2593), and Core ML models with more than
+// 2³¹ bytes of weights fail to load (coremltools issue #1807). The file's
+// own format sets no useful limit: its sizes and offsets are uint64.
+const WeightFileLimit = 1 << 31
+
 // Accumulator is the width of the running sum inside matmul and conv.
 type Accumulator int
 

@@ -1,6 +1,7 @@
 package krylov
 
 import (
+	"github.com/anemone-go/anemone/engine"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -34,7 +35,18 @@ func TestDenseShape(t *testing.T) {
 	require.Equal(t, []int{1, 16411, 1, 1}, []int(denseShape(16411)), "a prime: one value per channel")
 	_, err := Dense(mat.NewDiagDense(MaxDenseUnknowns+1, nil))
 	require.ErrorIs(t, err, ErrUnsupported)
-	require.ErrorContains(t, err, "at most 65536")
+	require.ErrorContains(t, err, "at most 32767")
+}
+
+// TestMaxDenseUnknownsFitsWeightFile: MaxDenseUnknowns is the largest n
+// whose fp16 matrix (2·n² bytes) leaves room in the engine's weight file
+// for the file's header, the bands' records and the program's other
+// constants (at least 64 KiB); one more unknown would not fit at all.
+func TestMaxDenseUnknownsFitsWeightFile(t *testing.T) {
+	bytes := func(n int64) int64 { return 2 * n * n }
+	room := int64(engine.WeightFileLimit) - bytes(MaxDenseUnknowns)
+	require.GreaterOrEqual(t, room, int64(64<<10), "room left beside the matrix")
+	require.GreaterOrEqual(t, bytes(MaxDenseUnknowns+1), int64(engine.WeightFileLimit), "one more unknown must not fit with any header")
 }
 
 // TestCGDenseChannelBlocks: with the row limit lowered to 64, a dense SPD

@@ -396,7 +396,7 @@ func TestGMRESPastOneDeviceRow(t *testing.T) {
 	}
 	_, err := Dense(identityMatrix(MaxDenseUnknowns + 1)) // refused before n² floats are copied
 	require.ErrorIs(t, err, ErrUnsupported)
-	require.Contains(t, err.Error(), "65537 unknowns; a Dense operator may have at most 65536")
+	require.Contains(t, err.Error(), "32768 unknowns; a Dense operator may have at most 32767")
 }
 
 // identityMatrix is the n×n identity as a mat.Matrix without storage.

@@ -50,8 +50,8 @@ func Dense(a mat.Matrix) (Operator, error) {
 		return nil, fmt.Errorf("krylov: matrix is %d×%d, want square and non-empty: %w", r, c, ErrShape)
 	}
 	if r > MaxDenseUnknowns {
-		return nil, fmt.Errorf("krylov: the matrix has %d unknowns; a Dense operator may have at most %d (the engine's channel limit: its product is a 1×1 conv with one output channel per row), which is already %d GiB of fp16 weights: %w",
-			r, MaxDenseUnknowns, MaxDenseUnknowns*MaxDenseUnknowns*2>>30, ErrUnsupported)
+		return nil, fmt.Errorf("krylov: the matrix has %d unknowns; a Dense operator may have at most %d: its 2·n² bytes of fp16 weights must fit the engine's weight file, at most %d bytes; use a matrix-free Operator or a GridOperator past that: %w",
+			r, MaxDenseUnknowns, engine.WeightFileLimit, ErrUnsupported)
 	}
 	d := &denseOp{n: r, a: make([]float64, r*r), id: nextID()}
 	for i := range r {
@@ -79,16 +79,19 @@ func Dense(a mat.Matrix) (Operator, error) {
 // does Dense (MaxDenseUnknowns).
 const MaxUnknowns = engine.RowLimit
 
-// MaxDenseUnknowns is the largest n of a Dense operator. Up to MaxUnknowns
-// its device vectors are one row, [1, n]; past it they are channel blocks,
-// [1, n/w, 1, w] with w the largest divisor of n not above MaxUnknowns,
-// and the product is a sum of 1×1 convs over bands of at most MaxUnknowns
-// input channels (the engine's contraction limit), each with one output
-// channel per row of A, hence the engine's channel limit of 65536. The
-// fp16 weights are 2·n² bytes: 512 MiB at 16384, 8 GiB at 65536. CG in
-// FP16 mode and GMRES with its polynomial preconditioner (n > 1024) use
-// the blocked layout; Compensated mode keeps the row limit.
-const MaxDenseUnknowns = engine.ChannelLimit
+// MaxDenseUnknowns is the largest n of a Dense operator: its fp16 weights,
+// 2·n² bytes, must fit the engine's weight file (engine.WeightFileLimit,
+// 2³¹ bytes) with the program's other constants and the file's records:
+// at n = 32767 that leaves 128 KiB, and n = 32768 would fill it exactly.
+// Up to MaxUnknowns the device vectors are one row, [1, n]; past it they
+// are channel blocks, [1, n/w, 1, w] with w the largest divisor of n not
+// above MaxUnknowns, and the product is a sum of 1×1 convs over bands of
+// at most MaxUnknowns input channels (the engine's contraction limit),
+// each with one output channel per row of A (within the channel limit,
+// 65536). CG in FP16 mode and GMRES with its polynomial preconditioner
+// (n > 1024) use the blocked layout; Compensated mode keeps the row
+// limit.
+const MaxDenseUnknowns = 32767
 
 // denseRowLimit is MaxUnknowns, the length past which a Dense operator's
 // vectors are channel blocks and its product is split into bands; the

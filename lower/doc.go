@@ -1,10 +1,10 @@
 // Package lower turns a dataflow graph into one ANE program: MIL text, a
 // weight blob, and the signature of its inputs and outputs.
 //
-// Lower runs in three steps, after checking every tensor's shape (rank and
-// every axis) and the weight file's size (MaxWeightBytes) against the
-// Target from the shapes alone, so that an oversized graph fails with
-// ErrUnsupported before any constant is copied or built:
+// Lower runs in three steps, after checking every tensor's shape (rank
+// and every axis) and the weight file's size (engine.WeightFileLimit)
+// against the Target from the shapes alone, so that an oversized graph
+// fails with ErrUnsupported before any constant is copied or built:
 //
 //  1. Legalize: small named passes rewrite ops the engine lacks or runs
 //     badly into ones it runs well: rsqrt → pow(x, −0.5) (the compiler

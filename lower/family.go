@@ -15,8 +15,9 @@ import (
 // The added terms are 0·0: the sums, and their rounding, are unchanged.
 // The zero constants go to the weight file: weights is its size before
 // them (src's tensor constants and the header), and a zero constant that
-// would take it past MaxWeightBytes is refused before it is built (an
-// operand's other axes can make it far larger than the operand's row).
+// would take it past engine.WeightFileLimit is refused before it is built
+// (an operand's other axes can make it far larger than the operand's
+// row).
 func padContraction(src *dataflow.Graph, t Target, weights int64) (*dataflow.Graph, error) {
 	mult := t.InnerMultiple
 	nodes := src.Nodes()

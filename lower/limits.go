@@ -5,23 +5,17 @@ import (
 	"math"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 )
 
-// MaxWeightBytes is the largest weight file Lower emits: 2³¹ bytes, the
-// largest the engine's compiler takes. It refuses a larger one with "ane:
-// Weight file size (2525476480 bytes) exceeds the maximum (2147483648
-// bytes)" (quoted in coremltools pull request #2593), and Core ML models
-// with more than 2³¹ bytes of weights fail to load (coremltools issue
-// #1807). The weight file's own format sets no useful limit (its sizes and
-// offsets are uint64, docs/ENGINE.md §2), and package engine states none.
-// The size counted is the whole file as Lower writes it: the 64-byte
-// header and, for every tensor constant, a 64-byte record and its fp16
-// data padded to a multiple of 64 bytes.
-const MaxWeightBytes = 1 << 31
+// The weight file's size is checked against engine.WeightFileLimit, counted
+// as the whole file Lower writes: the 64-byte header and, for every tensor
+// constant, a 64-byte record and its fp16 data padded to a multiple of 64
+// bytes.
 
-// weightLimit is MaxWeightBytes; tests lower it to exercise the check at
-// a size they can afford.
-var weightLimit int64 = MaxWeightBytes
+// weightLimit is engine.WeightFileLimit; tests lower it to exercise the
+// check at a size they can afford.
+var weightLimit int64 = engine.WeightFileLimit
 
 // Weight file layout, as mil.BlobWriter writes it.
 const (
@@ -68,7 +62,7 @@ func elements(s dataflow.Shape) int {
 // checkShapes refuses, before legalization builds anything, a graph that
 // the target cannot hold: a tensor of too high a rank, an axis past the
 // target's extent, an input or output past its channel limit, or
-// constants past the weight file's limit (MaxWeightBytes). It reads
+// constants past the weight file's limit (engine.WeightFileLimit). It reads
 // shapes only, so its time and memory are linear in the number of nodes
 // whatever their sizes: the passes that follow copy every constant and
 // build constants as long as a reduced axis, and the emitter builds the

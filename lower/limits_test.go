@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 )
 
 // lowerMeasured lowers g for t and returns the error, the bytes allocated
@@ -112,8 +113,8 @@ func TestOversizedGraphRefusedBeforeAllocating(t *testing.T) {
 }
 
 // TestWeightFileLimit: constants whose weight file would pass
-// MaxWeightBytes are refused with ErrUnsupported, before the blob (or the
-// passes' copies) are built when the graph's own constants already pass
+// engine.WeightFileLimit are refused with ErrUnsupported, before the blob
+// (or the passes' copies) are built when the graph's own constants already pass
 // it, and after legalization, exactly, when only the constants the passes
 // add do. The limit is lowered to sizes a test can afford.
 func TestWeightFileLimit(t *testing.T) {
@@ -123,7 +124,7 @@ func TestWeightFileLimit(t *testing.T) {
 	// (within its axes), is 2³¹ bytes of fp16 and so, with the file's
 	// header and record, one weight file past the limit: refused before
 	// the passes copy its 8 GiB of float64 (it took 24 GB and 100 s).
-	require.Greater(t, blobHeaderBytes+blobBytes(65536*16384), int64(MaxWeightBytes))
+	require.Greater(t, blobHeaderBytes+blobBytes(65536*16384), int64(engine.WeightFileLimit))
 
 	// A 1024×1024 matvec constant is 2 MiB of fp16: over a 1 MiB limit
 	// before anything is built.
@@ -150,7 +151,7 @@ func TestWeightFileLimit(t *testing.T) {
 
 	// The size checked is exactly the blob's, surface fill included.
 	for _, target := range []Target{TargetSim, TargetM1, TargetM5} {
-		weightLimit = MaxWeightBytes
+		weightLimit = engine.WeightFileLimit
 		p, err := Lower(everyOp(t), target)
 		require.NoError(t, err)
 		weightLimit = int64(len(p.Blob))
