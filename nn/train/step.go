@@ -167,6 +167,9 @@ type step struct {
 	// gated: the program gates every optimizer step on its size (see
 	// buildStep) and its monitor has a third value, the largest step.
 	gated bool
+	// bound is the optimizer's stepBound at the configured rate (factor
+	// 1); it scales with the schedule's factor.
+	bound float64
 	// crossEntropy is set when the loss is SoftmaxCrossEntropy, whose
 	// targets checkBatch checks are distributions.
 	crossEntropy bool
@@ -286,7 +289,8 @@ func buildStep(c *Config) (*step, error) {
 	// (checkStep). The gate reads every step (an abs and a reduction per
 	// parameter) and blends every state: about a fifth of an MLP step's
 	// modeled engine time.
-	s.gated = !(2*c.Optimizer.stepBound(u, 1) < stepLimit)
+	s.bound = c.Optimizer.stepBound(u, 1)
+	s.gated = !(2*s.bound < stepLimit)
 	deltas := make([]dataflow.Value, len(s.params))
 	nexts := make([][]dataflow.Value, len(s.params))
 	var ms dataflow.Value // the largest |step|, in its unit
@@ -382,7 +386,7 @@ func (s *step) hostScalars(t int, scale float64) (map[string]float64, error) {
 		}
 	}
 	u := stepUnit(s.update)
-	if !s.gated && !(2*s.opt.stepBound(u, f) < stepLimit) {
+	if !s.gated && !(2*f*s.bound < stepLimit) { // stepBound is linear in f
 		return nil, fmt.Errorf("train: Schedule(%d) = %g raises the learning rate to where one optimizer step could reach 2¹⁵ in its unit (a change of 32 for a compensated weight), which the step program, built for the rate at factor 1, does not gate: lower the learning rate or the schedule's factor: %w", t, f, ErrConfig)
 	}
 	m := s.opt.scalars(t, u, f)
