@@ -87,6 +87,22 @@ func (h Bits) IsInf() bool { return h&0x7fff == 0x7c00 }
 // IsNaN reports whether h is a NaN.
 func (h Bits) IsNaN() bool { return h&0x7c00 == 0x7c00 && h&0x3ff != 0 }
 
+// RoundAway returns the value of the fp16 nearest to x with ties rounded
+// away from zero (the rounding reported inside the M3 and M5 engines'
+// multiply-accumulate), as a float64; overflow is ±Inf, NaN stays NaN.
+func RoundAway(x float64) float64 {
+	a := math.Abs(x)
+	if a != a || a == 0 {
+		return x
+	}
+	if a >= 65520 { // the tie between 65504 and 2¹⁶ goes away: Inf
+		return math.Copysign(math.Inf(1), x)
+	}
+	e := max(math.Ilogb(a), -14) // subnormals share the exponent of the smallest normal
+	ulp := math.Ldexp(1, e-10)
+	return math.Copysign(math.Round(a/ulp)*ulp, x) // a/ulp is exact; Floor(a/ulp+0.5) would round 0.5−2⁻⁵⁴ up
+}
+
 // Round64 returns the value of the fp16 nearest to x (ties to even), as a float64.
 func Round64(x float64) float64 {
 	// Where the result is an fp16 normal, round x's significand to 11

@@ -69,3 +69,25 @@ func TestEncodeDecode(t *testing.T) {
 		require.Equal(t, Round32(x), got[i])
 	}
 }
+
+// TestRoundAway: on every midpoint between neighbouring fp16 values (and
+// their negatives) RoundAway takes the one farther from zero; off the
+// midpoints, and on the fp16 values themselves, it agrees with Round64.
+// The midpoint above 65504 overflows to ±Inf.
+func TestRoundAway(t *testing.T) {
+	for h := 0; h < 0x7bff; h++ {
+		lo, hi := Bits(h).Float64(), Bits(h+1).Float64()
+		mid := (lo + hi) / 2
+		for _, s := range []float64{1, -1} {
+			require.Equal(t, s*hi, RoundAway(s*mid), "tie %g", s*mid)
+			require.Equal(t, s*lo, RoundAway(s*lo))
+			for _, x := range []float64{math.Nextafter(mid, 0), math.Nextafter(mid, 1e9)} {
+				require.Equal(t, Round64(s*x), RoundAway(s*x), "x = %g", s*x)
+			}
+		}
+	}
+	require.True(t, math.IsInf(RoundAway(65520), 1))
+	require.Equal(t, 65504.0, RoundAway(65519.99))
+	require.True(t, math.IsNaN(RoundAway(math.NaN())))
+	require.Equal(t, 0.0, RoundAway(0))
+}

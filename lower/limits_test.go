@@ -209,16 +209,4 @@ func TestCheckShapesNoStricter(t *testing.T) {
 }
 
 // lowerUnchecked is Lower without checkShapes.
-func lowerUnchecked(g *dataflow.Graph, t Target) (*Program, error) {
-	legal, err := Legalize(g)
-	if err != nil {
-		return nil, err
-	}
-	if legal, err = legalizeFor(legal, t); err != nil {
-		return nil, err
-	}
-	if err := checkLimits(legal, t); err != nil {
-		return nil, err
-	}
-	return emit(legal, t)
-}
+func lowerUnchecked(g *dataflow.Graph, t Target) (*Program, error) { return lowerChecked(g, t) }

@@ -28,6 +28,12 @@ func Lower(g *dataflow.Graph, t Target) (*Program, error) {
 	if err := checkShapes(g, t); err != nil {
 		return nil, err
 	}
+	return lowerChecked(g, t)
+}
+
+// lowerChecked is Lower after its checks of the source graph: the
+// passes, the legalized graph's limits, and the emitter.
+func lowerChecked(g *dataflow.Graph, t Target) (*Program, error) {
 	legal, err := Legalize(g)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func (e *env) modelDotVec(x, y []float64) float64 {
 	t := e.t
 	round := fp16.Round64
 	if t.Rounding == engine.TiesAway {
-		round = roundAway
+		round = fp16.RoundAway
 	}
 	if e.narrow() {
 		var s16 float64
@@ -93,21 +93,6 @@ func (e *env) modelDotVec(x, y []float64) float64 {
 
 // minNormal is fp16's smallest normal magnitude, 2⁻¹⁴.
 const minNormal = 0x1p-14
-
-// roundAway rounds x to the nearest fp16 value, ties away from zero
-// (engine.TiesAway); overflow is ±Inf.
-func roundAway(x float64) float64 {
-	a := math.Abs(x)
-	if a != a || a == 0 || math.IsInf(a, 0) {
-		return x
-	}
-	if a >= 65520 { // the tie between 65504 and 2¹⁶ goes away: Inf
-		return math.Copysign(math.Inf(1), x)
-	}
-	e := max(math.Ilogb(a), -14) // subnormals share the exponent of the smallest normal
-	ulp := math.Ldexp(1, e-10)
-	return math.Copysign(math.Floor(a/ulp+0.5)*ulp, x)
-}
 
 // innerZeros reports whether the target's matmul returns zeros for a
 // contraction of k (InnerMultiple).

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/anemone-go/anemone/engine"
+	"github.com/anemone-go/anemone/fp16"
 )
 
 // The family variants ("sim-m1", "sim-m3", "sim-m5") reproduce what one
@@ -34,28 +35,13 @@ func rulesOf(t engine.Target) macRules {
 // sums would differ.
 func (r macRules) changesSums() bool { return r.tiesAway || r.flushSub || r.zeroAt2e15 }
 
-// roundAway rounds x to the nearest fp16 value, ties away from zero;
-// overflow is ±Inf.
-func roundAway(x float64) float64 {
-	a := math.Abs(x)
-	if a != a || a == 0 {
-		return x
-	}
-	if a >= 65520 { // the tie between 65504 and 2¹⁶ goes away: Inf
-		return math.Copysign(math.Inf(1), x)
-	}
-	e := max(math.Ilogb(a), -14) // subnormals share the exponent of the smallest normal
-	ulp := math.Ldexp(1, e-10)
-	return math.Copysign(math.Floor(a/ulp+0.5)*ulp, x)
-}
-
 // product rounds a·b (fp16 values, so a·b is exact in float64) as the
 // MAC does.
 func (r macRules) product(a, b float32) float32 {
 	p := float64(a) * float64(b)
 	var h float64
 	if r.tiesAway {
-		h = roundAway(p)
+		h = fp16.RoundAway(p)
 	} else {
 		h = float64(r16(float32(p))) // a·b has at most 22 significant bits: exact in float32
 	}
@@ -85,7 +71,7 @@ func (r macRules) output(s float32) float32 {
 		return float32(math.Copysign(math.Inf(1), float64(s)))
 	}
 	if r.tiesAway {
-		return float32(roundAway(float64(s)))
+		return float32(fp16.RoundAway(float64(s)))
 	}
 	return r16(s)
 }

@@ -128,7 +128,7 @@ func TestFamilyProductRounding(t *testing.T) {
 		for j := 1025; j < 2048; j++ {
 			x, y := float64(i)/1024, float64(j)/1024
 			p := x * y
-			if e, o := fp16.Round64(p), roundAway(p); e != o && math.Abs(p-e) == math.Abs(p-o) {
+			if e, o := fp16.Round64(p), fp16.RoundAway(p); e != o && math.Abs(p-e) == math.Abs(p-o) {
 				a, b = float32(x), float32(y)
 				break
 			}
@@ -136,7 +136,7 @@ func TestFamilyProductRounding(t *testing.T) {
 	}
 	require.NotZero(t, a, "a tie exists among products of [1, 2)")
 	p := float64(a) * float64(b)
-	even, away := float32(fp16.Round64(p)), float32(roundAway(p))
+	even, away := float32(fp16.Round64(p)), float32(fp16.RoundAway(p))
 	require.Less(t, even, away)
 
 	const k = 32
