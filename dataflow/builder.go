@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -150,7 +151,7 @@ func (g *Graph) checkName(op Op, name, what string) bool {
 }
 
 // shapeProblem describes what is wrong with a declared shape (rank above
-// MaxRank, a dim below 1), or returns "".
+// MaxRank, a dim below 1, more elements than an int counts), or returns "".
 func shapeProblem(s Shape) string {
 	if len(s) > MaxRank {
 		return fmt.Sprintf("shape %v has rank %d, more than %d", s, len(s), MaxRank)
@@ -159,6 +160,9 @@ func shapeProblem(s Shape) string {
 		if d < 1 {
 			return fmt.Sprintf("shape %v has dim %d = %d, want ≥ 1", s, i, d)
 		}
+	}
+	if _, ok := elements(s); !ok {
+		return fmt.Sprintf("shape %v has more elements than an int counts (%d): make the dims smaller", s, math.MaxInt)
 	}
 	return ""
 }

@@ -17,8 +17,10 @@
 //     dataflow: shape mismatch"); every later builder call returns the
 //     zero Value and does nothing, and Err, Verify, Eval and lowering
 //     return that first error, which wraps ErrShape or ErrInvalid.
-//   - Shapes are static, of rank ≤ MaxRank (5), every dim ≥ 1; rank 0 is a
-//     scalar. All data is row-major (the last axis varies fastest).
+//   - Shapes are static, of rank ≤ MaxRank (5), every dim ≥ 1, with an
+//     element count that fits an int (Input, Const, every op and Verify
+//     refuse a larger one, wrapping ErrShape); rank 0 is a scalar. All data
+//     is row-major (the last axis varies fastest).
 //   - Nodes are appended in topological order: every input ID of a node is
 //     smaller than its own ID, and IDs are the nodes' indices in Nodes().
 //   - Attributes are stored normalized (negative axes resolved, axes sorted,

@@ -15,6 +15,10 @@ import (
 // aliases the inputs, the graph's constants, or another output. Only the
 // nodes that some output depends on are computed. Eval does not modify g,
 // so several goroutines may Eval one finished graph at once.
+//
+// Eval holds every computed node in memory as float64: a graph with a live
+// node of more than 2⁴⁰ elements (8 TiB) is refused with an error wrapping
+// ErrShape that names the node, before anything is allocated.
 func Eval(g *Graph, inputs map[string][]float64) (map[string][]float64, error) {
 	if err := Verify(g); err != nil {
 		return nil, err
@@ -60,6 +64,12 @@ func Eval(g *Graph, inputs map[string][]float64) (map[string][]float64, error) {
 			}
 		}
 	}
+	for i, n := range g.nodes {
+		if live[i] && n.Shape.Size() > evalMaxElements {
+			return nil, opError(op, ErrShape, "node %d (%s) has shape %v, %d elements: more than the %d (2⁴⁰) Eval computes in float64 memory",
+				i, n.Op, n.Shape, n.Shape.Size(), evalMaxElements)
+		}
+	}
 
 	for i, n := range g.nodes {
 		if !live[i] || n.Op == OpInput {
@@ -84,6 +94,11 @@ func Eval(g *Graph, inputs map[string][]float64) (map[string][]float64, error) {
 	}
 	return out, nil
 }
+
+// evalMaxElements is the largest node Eval computes: 2⁴⁰ float64s are
+// 8 TiB, beyond any memory; a larger allocation would crash the process
+// (an out-of-memory abort or a makeslice panic) instead of failing.
+const evalMaxElements = 1 << 40
 
 // inputNames lists g's input names in creation order.
 func inputNames(g *Graph) []string {

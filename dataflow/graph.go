@@ -3,6 +3,8 @@ package dataflow
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 )
 
@@ -51,13 +53,45 @@ type Shape []int
 // Rank is the number of dimensions.
 func (s Shape) Rank() int { return len(s) }
 
-// Size is the number of elements (1 for a scalar).
+// Size is the number of elements (1 for a scalar). A count that does not
+// fit an int saturates at math.MaxInt instead of wrapping around (no graph
+// holds such a shape: Input, Const, every op and Verify refuse it).
 func (s Shape) Size() int {
-	n := 1
-	for _, d := range s {
-		n *= d
+	n, ok := elements(s)
+	if !ok {
+		return math.MaxInt
 	}
 	return n
+}
+
+// elements is the product of s's dims; ok is false when it does not fit
+// an int. A zero dim gives 0 whatever the others are.
+func elements(s Shape) (n int, ok bool) {
+	if slices.Contains(s, 0) {
+		return 0, true
+	}
+	n = 1
+	for _, d := range s {
+		if !mulFits(n, d) {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
+}
+
+// mulFits reports whether a·b fits an int.
+func mulFits(a, b int) bool {
+	if a == 0 || b == 0 {
+		return true
+	}
+	p := a * b
+	return p/b == a && !(a == -1 && b == math.MinInt) && !(b == -1 && a == math.MinInt)
+}
+
+// addFits reports whether a+b fits an int.
+func addFits(a, b int) bool {
+	return !(b > 0 && a > math.MaxInt-b) && !(b < 0 && a < math.MinInt-b)
 }
 
 // Equal reports whether s and t are the same shape.

@@ -1,6 +1,9 @@
 package dataflow
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 var (
 	labelsXY = []string{"x", "y"}
@@ -156,6 +159,9 @@ func (g *Graph) Reshape(x Value, shape Shape) Value {
 			return Value{}
 		case d < 1:
 			g.failf(OpReshape, ErrShape, "shape %v has dim %d = %d, want ≥ 1 or -1", shape, i, d)
+			return Value{}
+		case !mulFits(known, d):
+			g.failf(OpReshape, ErrShape, "cannot reshape %v (%d elements) to %v, whose dims multiply past what an int counts (%d)", s[0], s[0].Size(), shape, math.MaxInt)
 			return Value{}
 		default:
 			known *= d

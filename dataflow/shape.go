@@ -163,6 +163,9 @@ func infer(op Op, s []Shape, dt []DType, a *Attrs) (Shape, DType, error) {
 			return nil, 0, opError(op, ErrShape, "result shape %v has an empty dim", out)
 		}
 	}
+	if _, ok := elements(out); !ok {
+		return nil, 0, opError(op, ErrShape, "result shape %v has more elements than an int counts (%d)", out, math.MaxInt)
+	}
 	return out, dt[0], nil
 }
 
@@ -249,6 +252,9 @@ func inferShape(op Op, s []Shape, a *Attrs) (Shape, error) {
 					return nil, opError(op, ErrShape, "shapes %v and %v differ off axis %d", first, t, a.Axis)
 				}
 			}
+			if !addFits(out[a.Axis], t[a.Axis]) {
+				return nil, opError(op, ErrShape, "axis %d of the result is longer than an int counts (%d)", a.Axis, math.MaxInt)
+			}
 			out[a.Axis] += t[a.Axis]
 		}
 		return out, nil
@@ -260,7 +266,7 @@ func inferShape(op Op, s []Shape, a *Attrs) (Shape, error) {
 		}
 		for i := range x {
 			b, n := a.Begin[i], a.Size[i]
-			if b < 0 || n < 1 || b+n > x[i] {
+			if b < 0 || n < 1 || b >= x[i] || n > x[i]-b {
 				return nil, opError(op, ErrShape, "begin %v size %v out of bounds for shape %v on axis %d", a.Begin, a.Size, x, i)
 			}
 		}
@@ -275,6 +281,9 @@ func inferShape(op Op, s []Shape, a *Attrs) (Shape, error) {
 		for i := range x {
 			if a.Pads[2*i] < 0 || a.Pads[2*i+1] < 0 {
 				return nil, opError(op, ErrInvalid, "pads %v has a negative entry", a.Pads)
+			}
+			if !addFits(a.Pads[2*i], a.Pads[2*i+1]) || !addFits(out[i], a.Pads[2*i]+a.Pads[2*i+1]) {
+				return nil, opError(op, ErrShape, "pads %v make axis %d of %v longer than an int counts (%d)", a.Pads, i, x, math.MaxInt)
 			}
 			out[i] += a.Pads[2*i] + a.Pads[2*i+1]
 		}
@@ -339,6 +348,9 @@ func inferConv2D(x, w Shape, c *Conv2DOptions) (Shape, error) {
 	}
 	out := Shape{x[0], w[0], 0, 0}
 	for i := range 2 {
+		if !addFits(c.Pads[2*i], c.Pads[2*i+1]) || !addFits(x[2+i], c.Pads[2*i]+c.Pads[2*i+1]) || !mulFits(w[2+i]-1, c.Dilations[i]) {
+			return nil, opError(OpConv2D, ErrShape, "shapes %v and %v: pads %v or dilations %v make spatial axis %d longer than an int counts (%d)", x, w, c.Pads, c.Dilations, i, math.MaxInt)
+		}
 		in := x[2+i] + c.Pads[2*i] + c.Pads[2*i+1]
 		keff := (w[2+i]-1)*c.Dilations[i] + 1
 		if in < keff {
