@@ -49,7 +49,7 @@ func ScaleToFP16(dst []float32, src []float64, e int) (Conversion, error) {
 	}
 	bad := -1
 	for i, v := range src {
-		s := math.Ldexp(v, e)
+		s := ldexp(v, e)
 		y := fp16.Round64(s)
 		c.count(v, y)
 		if bad < 0 && (math.IsNaN(y) || math.IsInf(y, 0)) {
@@ -61,10 +61,23 @@ func ScaleToFP16(dst []float32, src []float64, e int) (Conversion, error) {
 		if e == 0 {
 			return c, fmt.Errorf("precision: src[%d] = %v does not fit fp16 (|x| ≤ 65504): %w", bad, src[bad], ErrRange)
 		}
-		return c, fmt.Errorf("precision: src[%d]·2^%d = %v does not fit fp16 (|x| ≤ 65504): %w", bad, e, math.Ldexp(src[bad], e), ErrRange)
+		return c, fmt.Errorf("precision: src[%d]·2^%d = %v does not fit fp16 (|x| ≤ 65504): %w", bad, e, ldexp(src[bad], e), ErrRange)
 	}
 	return c, nil
 }
+
+// maxExpShift bounds the exponents ldexp passes to math.Ldexp: any shift
+// past ±2200 takes every finite nonzero float64 (2⁻¹⁰⁷⁴ … 2¹⁰²⁴) to 0 or
+// ±Inf anyway, and math.Ldexp adds the shift to the value's own exponent
+// in an int, which wraps for a shift near math.MinInt or math.MaxInt
+// (math.Ldexp(1e300, math.MaxInt) is 0, math.Ldexp(1e-8, math.MinInt) +Inf).
+const maxExpShift = 2200
+
+// clampExp limits e to [−maxExpShift, maxExpShift].
+func clampExp(e int) int { return max(-maxExpShift, min(e, maxExpShift)) }
+
+// ldexp is x·2^e for every int e, as math.Ldexp is for moderate ones.
+func ldexp(x float64, e int) float64 { return math.Ldexp(x, clampExp(e)) }
 
 // Pow2Target is the binade that Pow2Scale moves a vector's largest
 // magnitude into: max|x·2^e| ∈ [2^Pow2Target, 2^(Pow2Target+1)) = [1, 2).
@@ -207,7 +220,7 @@ func JoinFP16(limbs [][]float32, exps []int) ([]float64, error) {
 			return nil, fmt.Errorf("precision: JoinFP16: limb %d has length %d, limb 0 %d: %w", j, len(limbs[j]), n, ErrShape)
 		}
 		for i, v := range limbs[j] {
-			out[i] += math.Ldexp(float64(v), -exps[j])
+			out[i] += ldexp(float64(v), -clampExp(exps[j]))
 		}
 	}
 	return out, nil

@@ -128,7 +128,7 @@ func splitRow(fn string, x []float64, bits int, digits [][]float64, off int) (in
 	// Adding and subtracting 1.5·2⁵² rounds a float64 of magnitude below
 	// 2⁵¹ to the nearest integer, ties to even, exactly as RoundToEven.
 	const round = 0x1.8p52
-	// e ∈ [−1072, 1025]; 2^−e is a float64 unless e < −1023.
+	// e ∈ [−1072, maxSplitExp]; 2^−e is a float64 unless e < −1023.
 	scale := math.Ldexp(1, -e)
 	for i, v := range x {
 		// |t| ≤ ½; exact unless t is a float64 subnormal (then correctly
@@ -150,8 +150,13 @@ func splitRow(fn string, x []float64, bits int, digits [][]float64, off int) (in
 // Limbs is the number of limbs.
 func (v VectorLimbs) Limbs() int { return len(v.Digits) }
 
+// maxSplitExp is the largest exponent a split gives (max|x| = MaxFloat64).
+const maxSplitExp = 1025
+
 // Join reconstructs the float64 vector 2^Exp·Σ_l d_l·2^(−Bits·(l+1)),
-// adding the smallest limbs first.
+// adding the smallest limbs first. The join of a split of finite x is
+// finite: where the digits sum to 2¹⁰²⁴ (x within the last digit's rounding
+// of ±math.MaxFloat64) it is ±math.MaxFloat64.
 func (v VectorLimbs) Join() []float64 {
 	if len(v.Digits) == 0 {
 		return nil
@@ -180,10 +185,19 @@ func (m MatrixLimbs) Join() *mat.Dense {
 	return out
 }
 
+// joinDigits is element k of a join. The digits of a finite value never
+// join to ±Inf: next to the largest float64 values (|x| > (1 − 2^−(b·L+1))
+// ·2¹⁰²⁴) the rounded digits can sum to exactly ½ at exponent 1025, that is
+// 2¹⁰²⁴, one step past float64's range; that sum is clamped to
+// ±math.MaxFloat64, which is closer to x and within the split's bound.
 func joinDigits(digits [][]float64, k, bits, exp int) float64 {
 	s := 0.0
 	for l := len(digits) - 1; l >= 0; l-- {
 		s += math.Ldexp(digits[l][k], -bits*(l+1))
 	}
-	return math.Ldexp(s, exp)
+	y := ldexp(s, exp)
+	if math.IsInf(y, 0) && !math.IsInf(s, 0) && exp <= maxSplitExp {
+		y = math.Copysign(math.MaxFloat64, s)
+	}
+	return y
 }

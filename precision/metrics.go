@@ -53,15 +53,76 @@ func BackwardError(a mat.Matrix, x, b []float64) float64 {
 	if len(x) != n || len(b) != m {
 		return math.NaN()
 	}
+	// η is unchanged by A → 2^p·A, x → 2^q·x, b → 2^(p+q)·b. Scaling A and
+	// x to a largest magnitude near 1, and x further down if b would then
+	// be above 1, keeps A·x, the residual and the norms inside float64's
+	// range for any finite data (A = x = [1e300] would overflow to Inf/Inf,
+	// NaN, whose true η is about 1). Powers of two: exact, but for
+	// underflow of entries negligible beside the largest terms.
+	p, q := scaleShift(maxAbsMatrix(a)), scaleShift(maxAbsOf(x))
+	if mb := maxAbsOf(b); mb > 0 && !math.IsInf(mb, 0) && !math.IsNaN(mb) {
+		if _, eb := math.Frexp(mb); eb+p+q > 0 {
+			q -= eb + p + q
+		}
+	}
+	xs, bs := make([]float64, n), make([]float64, m)
+	for j, v := range x {
+		xs[j] = ldexp(v, q)
+	}
+	for i, v := range b {
+		bs[i] = ldexp(v, p+q)
+	}
 	r := make([]float64, m)
 	for i := range m {
 		s := 0.0
 		for j := range n {
-			s += a.At(i, j) * x[j]
+			s += ldexp(a.At(i, j), p) * xs[j]
 		}
-		r[i] = b[i] - s
+		r[i] = bs[i] - s
 	}
-	return ratio(floats.Norm(r, 2), mat.Norm(a, 2)*floats.Norm(x, 2)+floats.Norm(b, 2))
+	normA := 0.0
+	if m > 0 && n > 0 {
+		normA = ldexp(mat.Norm(a, 2), p)
+	}
+	return ratio(floats.Norm(r, 2), normA*floats.Norm(xs, 2)+floats.Norm(bs, 2))
+}
+
+// scaleShift is the e with m·2^e ∈ [½, 1) for a finite m > 0, and 0 for
+// m = 0, NaN or ±Inf (which need no scaling: they give NaN or ±Inf anyway).
+func scaleShift(m float64) int {
+	if m == 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+		return 0
+	}
+	_, e := math.Frexp(m)
+	return -e
+}
+
+// maxAbsOf is max|x_i| (NaN if some x_i is NaN).
+func maxAbsOf(x []float64) float64 {
+	m := 0.0
+	for _, v := range x {
+		if math.IsNaN(v) {
+			return math.NaN()
+		}
+		m = math.Max(m, math.Abs(v))
+	}
+	return m
+}
+
+// maxAbsMatrix is max|a_ij| (NaN if some entry is NaN).
+func maxAbsMatrix(a mat.Matrix) float64 {
+	r, c := a.Dims()
+	m := 0.0
+	for i := range r {
+		for j := range c {
+			v := a.At(i, j)
+			if math.IsNaN(v) {
+				return math.NaN()
+			}
+			m = math.Max(m, math.Abs(v))
+		}
+	}
+	return m
 }
 
 // ULPDistance returns |x − ref| in units of the fp16 spacing at ref: the
@@ -79,7 +140,12 @@ func ULPDistance(x, ref float64) float64 {
 		}
 		return math.Inf(1)
 	}
-	return math.Abs(x-ref) / ulp16(ref)
+	d := math.Abs(x - ref)
+	if math.IsInf(d, 0) && !math.IsInf(x, 0) {
+		// Finite x and ref a float64 range apart: halving is exact here.
+		return math.Abs(x/2-ref/2) / ulp16(ref) * 2
+	}
+	return d / ulp16(ref)
 }
 
 // ulp16 is the fp16 spacing at v.

@@ -438,7 +438,7 @@ func checkFits(g *dataflow.Graph, t lower.Target) error {
 
 // newProductFor is newProduct for a's shape with A set to a.
 func newProductFor(fn string, dev shim.Device, a mat.Matrix, n int, opts MatVecOptions) (*product, error) {
-	if a == nil {
+	if isNilMatrix(a) {
 		return nil, fmt.Errorf("precision: %s: nil matrix: %w", fn, ErrShape)
 	}
 	m, k := a.Dims()
@@ -456,7 +456,7 @@ func newProductFor(fn string, dev shim.Device, a mat.Matrix, n int, opts MatVecO
 // setA writes A into the device's input surface: scaled per row into
 // [1, 2) and rounded (FP16), or split into limbs (Compensated). No compile.
 func (p *product) setA(fn string, a mat.Matrix) error {
-	if a == nil {
+	if isNilMatrix(a) {
 		return fmt.Errorf("precision: %s: nil matrix: %w", fn, ErrShape)
 	}
 	if r, c := a.Dims(); r != p.m || c != p.k {
@@ -695,6 +695,7 @@ func (p *product) apply(fn string, dst, x []float64) error {
 			}
 		}
 	}
+	over := -1
 	for i := range m {
 		for j := range n {
 			e := p.rowExp[i] + colExp[j]
@@ -702,7 +703,13 @@ func (p *product) apply(fn string, dst, x []float64) error {
 				e = -e
 			}
 			dst[i*n+j] = math.Ldexp(acc[j*m+i], e)
+			if over < 0 && math.IsInf(dst[i*n+j], 0) {
+				over = i*n + j
+			}
 		}
+	}
+	if over >= 0 {
+		return fmt.Errorf("precision: %s: result [%d][%d] = %v: the product is beyond float64's range (scale A or x down): %w", fn, over/n, over%n, dst[over], ErrRange)
 	}
 	return nil
 }
@@ -775,7 +782,8 @@ func NewMatVec(dev shim.Device, a mat.Matrix, opts MatVecOptions) (*MatVec, erro
 // Apply computes dst = A·x with one device dispatch. len(x) must be A's
 // column count and len(dst) its row count (ErrShape); NaN or ±Inf in x is
 // ErrRange, and so is an fp16 overflow on the device (which the scaling
-// rules out for finite input). x is not modified.
+// rules out for finite input) and a result beyond float64's range (dst is
+// then filled, with ±Inf there). x is not modified.
 func (v *MatVec) Apply(dst, x []float64) error {
 	if len(dst) != v.p.m || len(x) != v.p.k {
 		return fmt.Errorf("precision: MatVec.Apply: len(dst) = %d, len(x) = %d for a %d×%d matrix: %w", len(dst), len(x), v.p.m, v.p.k, ErrShape)
@@ -842,10 +850,10 @@ func NewMatMul(dev shim.Device, a mat.Matrix, n int, opts MatMulOptions) (*MatMu
 
 // Apply computes dst = A·b with one dispatch. b must be k×n; dst must be
 // m×n or empty (it is then sized), else ErrShape. NaN or ±Inf in b is
-// ErrRange. b is not modified.
+// ErrRange, and so is a result beyond float64's range. b is not modified.
 func (mp *MatMulPlan) Apply(dst *mat.Dense, b mat.Matrix) error {
 	p := mp.p
-	if dst == nil || b == nil {
+	if dst == nil || isNilMatrix(b) {
 		return fmt.Errorf("precision: MatMulPlan.Apply: nil matrix: %w", ErrShape)
 	}
 	if r, c := b.Dims(); r != p.k || c != p.n {
@@ -929,7 +937,7 @@ func (mp *MatMulPlan) Close() error { return mp.p.close() }
 // MatMulPlan for the modes; the zero options mean Compensated with 4 limbs
 // of 6 bits). a is m×k and b k×n (ErrShape otherwise).
 func MatMul(dev shim.Device, a, b mat.Matrix, opts MatMulOptions) (*mat.Dense, error) {
-	if a == nil || b == nil {
+	if isNilMatrix(a) || isNilMatrix(b) {
 		return nil, fmt.Errorf("precision: MatMul: nil matrix: %w", ErrShape)
 	}
 	_, k := a.Dims()
