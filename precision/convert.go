@@ -189,8 +189,17 @@ func SplitToFP16(x []float64, k int) (limbs [][]float32, exps []int, err error) 
 			if math.Abs(y) < fp16.MinNormal {
 				continue // flushed here, carried whole to the next limb
 			}
+			back := math.Ldexp(y, -e)
+			if math.IsInf(back, 0) {
+				// |v| within half an fp16 ulp of 2¹⁰²⁴ (the top of
+				// float64's last binade) rounds to 2¹⁵·2^−e = 2¹⁰²⁴, past
+				// float64's range: take the fp16 value below, 2¹⁵ − 2⁴, one
+				// fp16 ulp from v; the next limb holds the rest.
+				y = math.Copysign(0x1.ffcp14, y)
+				back = math.Ldexp(y, -e)
+			}
 			limb[i] = float32(y)
-			r[i] = v - math.Ldexp(y, -e) // exact: v and y agree to within half an fp16 ulp
+			r[i] = v - back // exact: v and y agree to within an fp16 ulp
 		}
 	}
 	for i, v := range x {

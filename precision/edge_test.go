@@ -113,3 +113,20 @@ func TestMetricsAtFloat64Extremes(t *testing.T) {
 	want := math.Hypot(r0, r1) / (mat.Norm(a, 2)*math.Hypot(0.3, -0.7) + math.Hypot(0.25, -4))
 	require.InDelta(t, want, BackwardError(a, x, b), 1e-16)
 }
+
+// TestSplitToFP16NextToMaxFloat64: the largest float64 values round to
+// 2¹⁵·2^1009 = 2¹⁰²⁴ in the first limb, so the remainder was −Inf and
+// SplitToFP16 refused x = [MaxFloat64, 1] as "beyond the dynamic range".
+func TestSplitToFP16NextToMaxFloat64(t *testing.T) {
+	x := []float64{math.MaxFloat64, -math.MaxFloat64, 1, -0.5e308}
+	limbs, exps, err := SplitToFP16(x, 8)
+	require.NoError(t, err)
+	y, err := JoinFP16(limbs, exps)
+	require.NoError(t, err)
+	for i := range x {
+		require.LessOrEqual(t, math.Abs(y[i]-x[i]), 0x1p-11*math.Abs(x[i]), "x[%d] = %v, joined %v", i, x[i], y[i])
+	}
+	require.Equal(t, x[:2], y[:2])
+	_, _, err = SplitToFP16([]float64{math.MaxFloat64}, 1)
+	require.NoError(t, err)
+}
