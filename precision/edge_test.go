@@ -130,3 +130,24 @@ func TestSplitToFP16NextToMaxFloat64(t *testing.T) {
 	_, _, err = SplitToFP16([]float64{math.MaxFloat64}, 1)
 	require.NoError(t, err)
 }
+
+// TestEquilibrateSubnormal: a row or column whose largest magnitude is a
+// float64 subnormal below 2⁻¹⁰²⁴ got the factor +Inf (2¹⁰⁷⁴ for 5e-324),
+// so diag(r)·A·diag(c) held Inf.
+func TestEquilibrateSubnormal(t *testing.T) {
+	a := mat.NewDense(2, 2, []float64{5e-324, 0, 1, 1e-320})
+	r, c, err := Equilibrate(a)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0x1p1023, 1}, r)
+	require.Equal(t, []float64{1, 0x1p1023}, c)
+	for i := range 2 {
+		for j := range 2 {
+			b := r[i] * a.At(i, j) * c[j]
+			require.False(t, math.IsInf(b, 0) || math.IsNaN(b), "b[%d][%d] = %v", i, j, b)
+			require.LessOrEqual(t, math.Abs(b), 1.0)
+		}
+	}
+	_, _, mu, err := SqueezeScale(a, 1)
+	require.NoError(t, err)
+	require.False(t, math.IsInf(mu, 0))
+}

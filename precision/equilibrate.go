@@ -23,7 +23,9 @@ import (
 // paper's factors are exact reciprocals, which make every maximum exactly 1
 // but round; powers of two lose at most a factor 2 of that.) The column
 // factors are ≥ 1, so the row maxima stay in (½, 1]. A zero row or column
-// gets the factor 1 and stays zero.
+// gets the factor 1 and stays zero. A factor is at most 2¹⁰²³, the largest
+// float64 power of two: a row or column whose largest magnitude is below
+// 2⁻¹⁰²³ (a float64 subnormal) gets 2¹⁰²³ and its maximum stays below ½.
 //
 // NaN or ±Inf in a is an error wrapping ErrRange, a nil matrix one
 // wrapping ErrShape. a is not modified.
@@ -56,7 +58,8 @@ func Equilibrate(a mat.Matrix) (r, c []float64, err error) {
 }
 
 // pow2AtMostOne returns the power of two 2^−⌈log₂ m⌉, the one that puts m in
-// (½, 1]; 1 for m = 0.
+// (½, 1]; 1 for m = 0. For m below 2⁻¹⁰²³ that power is past float64's
+// range (it was +Inf): the result is then 2¹⁰²³, the largest.
 func pow2AtMostOne(m float64) float64 {
 	if m == 0 {
 		return 1
@@ -65,7 +68,7 @@ func pow2AtMostOne(m float64) float64 {
 	if f == 0.5 {
 		p-- // m is a power of two: 2^(p−1), scale it to exactly 1
 	}
-	return math.Ldexp(1, -p)
+	return math.Ldexp(1, min(-p, 1023))
 }
 
 // SqueezeScale is Equilibrate followed by the scalar step of Algorithm 2.3
