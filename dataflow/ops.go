@@ -213,6 +213,10 @@ func (g *Graph) Concat(axis int, xs ...Value) Value {
 	if !ok {
 		return Value{}
 	}
+	if len(s[0]) == 0 {
+		g.failf(OpConcat, ErrShape, "cannot concatenate rank-0 values (reshape them to [1] first)")
+		return Value{}
+	}
 	a, ok := normAxis(axis, len(s[0]))
 	if !ok {
 		g.failf(OpConcat, ErrInvalid, "axis %d out of range for shape %v", axis, s[0])

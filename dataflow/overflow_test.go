@@ -98,3 +98,14 @@ func TestEvalRefusesHugeNode(t *testing.T) {
 		t.Fatalf("Eval: %v, want ErrShape naming node 1 (pad)", err)
 	}
 }
+
+// TestConcatRankZero: concatenating scalars said "axis 0 out of range for
+// shape []" (ErrInvalid); the rule is that Concat needs rank ≥ 1.
+func TestConcatRankZero(t *testing.T) {
+	g := dataflow.New()
+	s := g.Scalar(1)
+	g.Concat(0, s, s)
+	if err := g.Err(); !errors.Is(err, dataflow.ErrShape) || !strings.Contains(err.Error(), "cannot concatenate rank-0 values") {
+		t.Fatalf("err = %v, want ErrShape about rank-0 values", err)
+	}
+}
