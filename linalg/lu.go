@@ -609,7 +609,7 @@ type scaledMatrix struct {
 // cache, and only the last pass writes B (and takes B's norm). Ruiz's
 // iteration stops at the first sweep that changes no scale.
 func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
-	if a == nil {
+	if isNilMatrix(a) {
 		return nil, fmt.Errorf("linalg: %s: a is nil: %w", fn, ErrShape)
 	}
 	m, n := a.Dims()

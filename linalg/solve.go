@@ -36,7 +36,7 @@ const (
 // it; the message has the history and the condition estimate). A zero b
 // gives x = 0.
 func Solve(a mat.Matrix, b []float64, s *Settings) ([]float64, error) {
-	if a != nil {
+	if !isNilMatrix(a) {
 		if r, _ := a.Dims(); r != len(b) {
 			if _, _, err := checkMatrix("Solve", "a", a); err == nil {
 				return nil, fmt.Errorf("linalg: Solve: b has length %d, a has %d rows: %w", len(b), r, ErrShape)
@@ -67,7 +67,7 @@ func SolveMany(a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a != nil {
+	if !isNilMatrix(a) {
 		if r, c := a.Dims(); r != br {
 			return nil, fmt.Errorf("linalg: %s: b has %d rows, a is %d×%d: %w", fn, br, r, c, ErrShape)
 		}
