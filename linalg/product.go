@@ -304,7 +304,12 @@ func productMode(m precision.Mode) precision.Mode {
 // into too many chunks for even one row and one column to fit is
 // ErrUnsupported. The errors are relative
 // to ‖A‖·‖B‖: a product that cancels heavily has a correspondingly larger
-// relative error. Inputs are not modified.
+// relative error. Column j of A and row j of B are first balanced by
+// powers of two when their scales differ by more than 2^±10 between
+// indices (A·B = (A·D)·(D⁻¹·B), exact), so A = G·D, B = D⁻¹·H with D
+// spanning 1e-150 … 1e150 gives G·H to the mode's accuracy rather than
+// losing every term to the device's per-row and per-column scaling.
+// Inputs are not modified.
 func MatMul(a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	cfg, err := resolve("MatMul", s)
 	if err != nil {
@@ -324,6 +329,9 @@ func MatMul(a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	}
 	mode := productMode(cfg.mode)
 	cfg.stats.Mode = mode
+	start := time.Now()
+	a, b = balance(a, b)
+	cfg.stats.Host += time.Since(start)
 	pl, err := newPlan("MatMul", cfg, a, n, mode)
 	if err != nil {
 		return nil, err
@@ -353,13 +361,16 @@ func MatVec(a mat.Matrix, x []float64, s *Settings) ([]float64, error) {
 	}
 	mode := productMode(cfg.mode)
 	cfg.stats.Mode = mode
+	start := time.Now()
+	a, xb := balance(a, mat.NewDense(k, 1, append([]float64(nil), x...)))
+	cfg.stats.Host += time.Since(start)
 	pl, err := newPlan("MatVec", cfg, a, 1, mode)
 	if err != nil {
 		return nil, err
 	}
 	defer pl.close()
 	var y mat.Dense
-	if err := pl.apply("MatVec", &y, mat.NewDense(k, 1, append([]float64(nil), x...))); err != nil {
+	if err := pl.apply("MatVec", &y, xb); err != nil {
 		return nil, err
 	}
 	out := make([]float64, m)
