@@ -62,7 +62,7 @@ func Norm2(a mat.Matrix, s *Settings) (float64, error) {
 	if u == nil {
 		return 0, nil
 	}
-	su, err := norm2Unit(fn, cfg, u, n)
+	su, err := norm2Unit(fn, cfg, u, n, e)
 	// The Ritz values were of 2⁻ᵉ·A; the caller's are 2ᵉ times larger.
 	for i, h := range cfg.stats.History {
 		cfg.stats.History[i] = math.Ldexp(h, e)
@@ -112,8 +112,16 @@ func scaleToUnit(a mat.Matrix) (*mat.Dense, int) {
 }
 
 // norm2Unit is Norm2's subspace iteration on a matrix whose largest entry
-// is in [1/2, 1).
-func norm2Unit(fn string, cfg *config, a *mat.Dense, n int) (float64, error) {
+// is in [1/2, 1), 2⁻ᵉ times the caller's: its messages give values in the
+// caller's scale.
+func norm2Unit(fn string, cfg *config, a *mat.Dense, n, e int) (float64, error) {
+	caller := func(h []float64) []float64 {
+		out := make([]float64, len(h))
+		for i, v := range h {
+			out[i] = math.Ldexp(v, e)
+		}
+		return out
+	}
 	tol := cfg.tol
 	if tol == 0 {
 		tol = DefaultNormTol
@@ -177,7 +185,7 @@ func norm2Unit(fn string, cfg *config, a *mat.Dense, n int) (float64, error) {
 		prev = sigma
 		if cfg.stats.Dispatches+pa.dispatches()+pt.dispatches() > cfg.budget {
 			return best, fmt.Errorf("linalg: Norm2: MaxDispatches = %d reached, Ritz values %s, last change %.3g relative (tolerance %g): %w",
-				cfg.budget, fmtHistory(cfg.stats.History), math.Abs(sigma-cfg.stats.History[max(0, len(cfg.stats.History)-2)])/sigma, tol, ErrNotConverged)
+				cfg.budget, fmtHistory(caller(cfg.stats.History)), math.Abs(sigma-cfg.stats.History[max(0, len(cfg.stats.History)-2)])/sigma, tol, ErrNotConverged)
 		}
 		var y, z mat.Dense
 		if err := pa.apply(fn, &y, v); err != nil {
@@ -196,7 +204,7 @@ func norm2Unit(fn string, cfg *config, a *mat.Dense, n int) (float64, error) {
 			if d := math.Abs(sy - sigma); !(d <= normCheck(mode)*sigma) {
 				cfg.stats.Host += time.Since(hostStart)
 				return best, fmt.Errorf("linalg: Norm2: the device's A·V gives σ = %.6g where the host's float64 A·V gives %.6g (relative difference %.2g, more than the %v product's %.0e): %w",
-					sy, sigma, d/sigma, mode, normCheck(mode), ErrDevice)
+					math.Ldexp(sy, e), math.Ldexp(sigma, e), d/sigma, mode, normCheck(mode), ErrDevice)
 			}
 		}
 		cfg.stats.Host += time.Since(hostStart)
