@@ -186,7 +186,7 @@ func (f *Factorization) solve(fn string, b [][]float64) ([][]float64, error) {
 		if condB*f.eps >= 1 {
 			sentinel = errors.Join(ErrNotConverged, ErrSingular)
 		}
-		return x, fmt.Errorf("linalg: %s: %d of %d right-hand sides did not reach the backward error %g: %s (%v factors, %d refinement steps, %d GMRES iterations in all), history %s; condition estimate κ₁(A) ≈ %.3g, κ₁ ≈ %.3g after equilibration (from the factors, which resolve κ up to about %.1g): the matrix is too ill-conditioned for the device's factors; %w",
+		return x, fmt.Errorf("linalg: %s: %d of %d right-hand sides did not reach the backward error %g: %s (%v factors, %d refinement steps, %d GMRES iterations in all), history %s; condition estimate κ₁(A) ≈ %.3g, κ₁ ≈ %.3g after equilibration (estimated from the factors, so it saturates near %.1g): the matrix is too ill-conditioned for the device's factors; %w",
 			fn, len(failed), len(b), f.cfg.tol, why, f.mode, st.Refinements, st.GMRES, fmtHistory(st.History), cond, condB, 1/f.eps, sentinel)
 	}
 	return x, nil

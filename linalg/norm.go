@@ -41,8 +41,10 @@ const normBlock = 8
 // DefaultNormTol = 1e-13) between two steps; MaxDispatches reached first is
 // ErrNotConverged with the best value. On the simulator the result is
 // within 1e-10 relative of gonum's SVD under both numerics models (the
-// narrow device's 3-bit compensated products carry the same 30 bits). A
-// zero matrix gives 0.
+// narrow device's 3-bit compensated products carry the same 30 bits), in
+// the Compensated and Float64 modes; with Precision FP16 the subspace
+// carries fp16's error and the Ritz value about its square, 1e-8; a
+// looser Tol gives what it asks for. A zero matrix gives 0.
 // Errors: ErrShape (nil or empty), ErrRange (NaN or ±Inf in A; ‖A‖₂ above
 // math.MaxFloat64; or ‖A‖₂ below 2⁻¹⁰⁷⁴·1e10 ≈ 4.9e-314, deep in the
 // subnormal range where float64's own spacing is coarser than 1e-10
