@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -120,26 +121,34 @@ func fp16Values(what string, data []float64) ([]float64, error) {
 	return out, nil
 }
 
-// weightValues rounds a tensor constant to fp16. Elements below fp16's
-// normal range are flushed to zero when that is below the tensor's own
-// resolution — its largest magnitude is at least 2⁻³, so every flushed
-// element is under u = 2⁻¹¹ of it — and refused otherwise (the tensor
-// should have been scaled). The program then computes the same thing
-// whether or not an engine flushes subnormals.
-func weightValues(what string, data []float64) ([]float64, error) {
+// weightBytes encodes a tensor constant as fp16 in the weight file's
+// byte order, in one pass. Elements below fp16's normal range are flushed
+// to zero when that is below the tensor's own resolution — its largest
+// magnitude is at least 2⁻³, so every flushed element is under u = 2⁻¹¹
+// of it — and refused otherwise (the tensor should have been scaled). The
+// program then computes the same thing whether or not an engine flushes
+// subnormals. The errors are fp16Values'.
+func weightBytes(what string, data []float64) ([]byte, error) {
 	peak := 0.0
 	for _, v := range data {
 		peak = math.Max(peak, math.Abs(v))
 	}
 	flushable := peak >= minNormal*0x1p11
-	tmp := make([]float64, len(data))
+	out := make([]byte, 2*len(data))
 	for i, v := range data {
 		if flushable && math.Abs(v) < minNormal {
 			v = 0
 		}
-		tmp[i] = v
+		h := fp16.FromFloat64(v)
+		switch {
+		case math.IsNaN(v) || h.IsInf():
+			return nil, fmt.Errorf("lower: %s element %d is %g, beyond fp16's range ±%g: %w", what, i, v, fp16.MaxValue, ErrRange)
+		case v != 0 && h&0x7c00 == 0: // rounds to a subnormal or zero
+			return nil, fmt.Errorf("lower: %s element %d is %g, below fp16's normal range (%g) and so subnormal or zero on the device: fold a power-of-two scale elsewhere or drop the term: %w", what, i, v, minNormal, ErrRange)
+		}
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(h))
 	}
-	return fp16Values(what, tmp)
+	return out, nil
 }
 
 // minNormal is fp16's smallest normal magnitude, 2⁻¹⁴.
@@ -151,24 +160,22 @@ func (e *emitter) emitConst(n *dataflow.Node) error {
 		base = fmt.Sprintf("c%d", n.ID)
 	}
 	what := fmt.Sprintf("constant %q", base)
-	var vals []float64
-	var err error
-	if len(n.Shape) == 0 {
-		vals, err = fp16Values(what, n.Data)
-	} else {
-		vals, err = weightValues(what, n.Data)
-	}
-	if err != nil {
-		return err
-	}
 	// Scalars are written inline, as every public program writes them;
 	// every tensor goes to the weight file (no public program on the
 	// engine uses an inline fp16 tensor literal).
 	var lit *mil.Literal
 	if len(n.Shape) == 0 {
+		vals, err := fp16Values(what, n.Data)
+		if err != nil {
+			return err
+		}
 		lit = mil.FP16(vals[0])
 	} else {
-		off := e.blob.Add(mil.BlobFP16, mil.FP16Data(vals))
+		data, err := weightBytes(what, n.Data)
+		if err != nil {
+			return err
+		}
+		off := e.blob.Add(mil.BlobFP16, data)
 		lit = mil.BlobTensor(typ(n.Shape), WeightPath, off)
 	}
 	if n.Name != "" {

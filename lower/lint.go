@@ -141,16 +141,29 @@ func Lint(p *Program, t Target) error {
 			if lit == nil || lit.Type.DType != "fp16" {
 				continue
 			}
-			vals := lit.Floats
 			if lit.Blob != nil {
-				if vals, err = blobFloats(blob, lit); err != nil {
+				// On the fp16 bits: a subnormal has a zero exponent and a
+				// nonzero fraction.
+				data, err := blobData(blob, lit)
+				if err != nil {
 					return bad(op.Pos, "const %q: %v", name, err)
 				}
-			} else if len(lit.Type.Shape) > 0 {
+				allZero := true
+				for i := 0; i < len(data); i += 2 {
+					h := fp16.Bits(uint16(data[i]) | uint16(data[i+1])<<8)
+					if h&0x7c00 == 0 && h&0x3ff != 0 {
+						return bad(op.Pos, "const %q element %d is %g, subnormal in fp16", name, i/2, h.Float64())
+					}
+					allZero = allZero && h&0x7fff == 0
+				}
+				zero[name] = allZero
+				continue
+			}
+			if len(lit.Type.Shape) > 0 {
 				return bad(op.Pos, "const %q is an inline fp16 tensor literal; tensors go through the weight blob", name)
 			}
 			allZero := true
-			for i, v := range vals {
+			for i, v := range lit.Floats {
 				if v != 0 && math.Abs(v) < minNormal {
 					return bad(op.Pos, "const %q element %d is %g, subnormal in fp16", name, i, v)
 				}
@@ -188,8 +201,8 @@ func Lint(p *Program, t Target) error {
 	return nil
 }
 
-// blobFloats reads an fp16 tensor constant from the weight blob.
-func blobFloats(blob *mil.BlobFile, lit *mil.Literal) ([]float64, error) {
+// blobData returns the fp16 bytes of a tensor constant in the weight blob.
+func blobData(blob *mil.BlobFile, lit *mil.Literal) ([]byte, error) {
 	if blob == nil {
 		return nil, errors.New("refers to a weight blob the program does not have")
 	}
@@ -200,9 +213,5 @@ func blobFloats(blob *mil.BlobFile, lit *mil.Literal) ([]float64, error) {
 	if e.DType != mil.BlobFP16 || len(e.Data) != 2*lit.Type.Elements() {
 		return nil, fmt.Errorf("blob record at %d holds %d bytes of %s, want %d of fp16", lit.Blob.Offset, len(e.Data), e.DType, 2*lit.Type.Elements())
 	}
-	out := make([]float64, lit.Type.Elements())
-	for i := range out {
-		out[i] = fp16.Bits(uint16(e.Data[2*i]) | uint16(e.Data[2*i+1])<<8).Float64()
-	}
-	return out, nil
+	return e.Data, nil
 }
