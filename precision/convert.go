@@ -195,7 +195,7 @@ func SplitToFP16(x []float64, k int) (limbs [][]float32, exps []int, err error) 
 				// float64's last binade) rounds to 2¹⁵·2^−e = 2¹⁰²⁴, past
 				// float64's range: take the fp16 value below, 2¹⁵ − 2⁴, one
 				// fp16 ulp from v; the next limb holds the rest.
-				y = math.Copysign(0x1.ffcp14, y)
+				y = math.Copysign(0x1p15-0x1p4, y)
 				back = math.Ldexp(y, -e)
 			}
 			limb[i] = float32(y)
