@@ -102,23 +102,33 @@ func ref(name string) *mil.Ref { return &mil.Ref{Name: name} }
 func arg(name string, v mil.Expr) mil.Arg { return mil.Arg{Name: name, Value: v} }
 
 // fp16Values checks that every value fits fp16's normal range (or is
-// exactly zero) and returns them rounded. Subnormal constants are refused:
-// whether the engine flushes them is unmeasured, so no program depends on
-// them; a nonzero value that rounds to zero would silently drop a term.
+// exactly zero) and returns them rounded (fp16Element).
 func fp16Values(what string, data []float64) ([]float64, error) {
 	out := make([]float64, len(data))
 	for i, v := range data {
-		h := fp16.FromFloat64(v)
-		r := h.Float64()
-		switch {
-		case math.IsNaN(v) || h.IsInf():
-			return nil, fmt.Errorf("lower: %s element %d is %g, beyond fp16's range ±%g: %w", what, i, v, fp16.MaxValue, ErrRange)
-		case v != 0 && math.Abs(r) < minNormal:
-			return nil, fmt.Errorf("lower: %s element %d is %g, below fp16's normal range (%g) and so subnormal or zero on the device: fold a power-of-two scale elsewhere or drop the term: %w", what, i, v, minNormal, ErrRange)
+		h, err := fp16Element(what, i, v)
+		if err != nil {
+			return nil, err
 		}
-		out[i] = r
+		out[i] = h.Float64()
 	}
 	return out, nil
+}
+
+// fp16Element is element i of a constant rounded to fp16, or an error
+// wrapping ErrRange when v is beyond fp16's range or a nonzero value that
+// rounds to a subnormal or zero. Subnormal constants are refused: whether
+// the engine flushes them is unmeasured, so no program depends on them; a
+// nonzero value that rounds to zero would silently drop a term.
+func fp16Element(what string, i int, v float64) (fp16.Bits, error) {
+	h := fp16.FromFloat64(v)
+	switch {
+	case math.IsNaN(v) || h.IsInf():
+		return 0, fmt.Errorf("lower: %s element %d is %g, beyond fp16's range ±%g: %w", what, i, v, fp16.MaxValue, ErrRange)
+	case v != 0 && h&0x7c00 == 0: // a zero exponent: subnormal or zero
+		return 0, fmt.Errorf("lower: %s element %d is %g, below fp16's normal range (%g) and so subnormal or zero on the device: fold a power-of-two scale elsewhere or drop the term: %w", what, i, v, fp16.MinNormal, ErrRange)
+	}
+	return h, nil
 }
 
 // weightBytes encodes a tensor constant as fp16 in the weight file's
@@ -127,32 +137,26 @@ func fp16Values(what string, data []float64) ([]float64, error) {
 // magnitude is at least 2⁻³, so every flushed element is under u = 2⁻¹¹
 // of it — and refused otherwise (the tensor should have been scaled). The
 // program then computes the same thing whether or not an engine flushes
-// subnormals. The errors are fp16Values'.
+// subnormals. The other elements are fp16Element's.
 func weightBytes(what string, data []float64) ([]byte, error) {
 	peak := 0.0
 	for _, v := range data {
 		peak = math.Max(peak, math.Abs(v))
 	}
-	flushable := peak >= minNormal*0x1p11
+	flushable := peak >= fp16.MinNormal*0x1p11
 	out := make([]byte, 2*len(data))
 	for i, v := range data {
-		if flushable && math.Abs(v) < minNormal {
+		if flushable && math.Abs(v) < fp16.MinNormal {
 			v = 0
 		}
-		h := fp16.FromFloat64(v)
-		switch {
-		case math.IsNaN(v) || h.IsInf():
-			return nil, fmt.Errorf("lower: %s element %d is %g, beyond fp16's range ±%g: %w", what, i, v, fp16.MaxValue, ErrRange)
-		case v != 0 && h&0x7c00 == 0: // rounds to a subnormal or zero
-			return nil, fmt.Errorf("lower: %s element %d is %g, below fp16's normal range (%g) and so subnormal or zero on the device: fold a power-of-two scale elsewhere or drop the term: %w", what, i, v, minNormal, ErrRange)
+		h, err := fp16Element(what, i, v)
+		if err != nil {
+			return nil, err
 		}
 		binary.LittleEndian.PutUint16(out[2*i:], uint16(h))
 	}
 	return out, nil
 }
-
-// minNormal is fp16's smallest normal magnitude, 2⁻¹⁴.
-const minNormal = 0x1p-14
 
 func (e *emitter) emitConst(n *dataflow.Node) error {
 	base := n.Name
@@ -493,7 +497,7 @@ func (e *emitter) emitOp(n *dataflow.Node) error {
 		if beta != nil {
 			args = append(args, arg("beta", beta))
 		}
-		if eps := a.Epsilon; eps < 0 || eps != 0 && eps < minNormal || eps > fp16.MaxValue {
+		if eps := a.Epsilon; eps < 0 || eps != 0 && eps < fp16.MinNormal || eps > fp16.MaxValue {
 			return fmt.Errorf("lower: node %d: layer_norm epsilon %g is outside fp16's normal range: use 0 or a value in [2⁻¹⁴ ≈ 6.1e-5, 65504] (scale the input instead of shrinking epsilon): %w", n.ID, eps, ErrRange)
 		}
 		args = append(args, arg("epsilon", k("epsilon", mil.FP16(fp16.Round64(a.Epsilon)))))

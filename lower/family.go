@@ -50,7 +50,7 @@ func padContraction(src *dataflow.Graph, t Target, weights int64) (*dataflow.Gra
 			key := fmt.Sprint(zs)
 			z, ok := zeros[key]
 			if !ok && tooLarge == nil {
-				size := elements(zs)
+				size := dataflow.Shape(zs).Size()
 				if weights = satAdd(weights, blobBytes(size)); weights > weightLimit {
 					tooLarge = fmt.Errorf("padding matmul node %d's contraction of %d to a multiple of %d needs a zero constant of shape %v: %w",
 						n.ID, k, mult, zs, weightError(weights, false, t))

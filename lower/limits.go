@@ -6,31 +6,25 @@ import (
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/engine"
+	"github.com/anemone-go/anemone/lower/mil"
 )
 
 // The weight file's size is checked against engine.WeightFileLimit, counted
-// as the whole file Lower writes: the 64-byte header and, for every tensor
-// constant, a 64-byte record and its fp16 data padded to a multiple of 64
-// bytes.
+// as the whole file Lower writes (mil.BlobWriter's layout): its header and,
+// for every tensor constant, a record and its fp16 data padded to the
+// alignment.
 
 // weightLimit is engine.WeightFileLimit; tests lower it to exercise the
 // check at a size they can afford.
 var weightLimit int64 = engine.WeightFileLimit
 
-// Weight file layout, as mil.BlobWriter writes it.
-const (
-	blobHeaderBytes = 64
-	blobRecordBytes = 64
-	blobAlignBytes  = 64
-)
-
 // blobBytes is the size in the weight file of one fp16 tensor of n ≥ 0
-// elements: its record and its data, padded to the alignment.
+// elements (n saturates at math.MaxInt, and so does the result).
 func blobBytes(n int) int64 {
-	if int64(n) > (math.MaxInt64-blobRecordBytes-blobAlignBytes)/2 {
+	if int64(n) > math.MaxInt64/2 {
 		return math.MaxInt64
 	}
-	return blobRecordBytes + (2*int64(n)+blobAlignBytes-1)/blobAlignBytes*blobAlignBytes
+	return mil.BlobEntryBytes(2 * int64(n))
 }
 
 // satMul is a·b for a, b ≥ 0, or math.MaxInt when that overflows.
@@ -49,14 +43,34 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// elements is a shape's element count, saturating at math.MaxInt
-// (dataflow.Shape.Size wraps around).
-func elements(s dataflow.Shape) int {
-	n := 1
-	for _, d := range s {
-		n = satMul(n, d)
+// liveNodes marks the nodes g's outputs depend on; inputs precede their
+// readers, so one backward sweep suffices.
+func liveNodes(g *dataflow.Graph) []bool {
+	nodes := g.Nodes()
+	live := make([]bool, len(nodes))
+	for _, o := range g.Outputs() {
+		live[o.Node] = true
 	}
-	return n
+	for i := len(nodes) - 1; i >= 0; i-- {
+		if live[i] {
+			for _, id := range nodes[i].Inputs {
+				live[id] = true
+			}
+		}
+	}
+	return live
+}
+
+// outputNames maps each output node to the first output name it has, for
+// tensorLabel.
+func outputNames(g *dataflow.Graph) map[int]string {
+	names := map[int]string{}
+	for _, o := range g.Outputs() {
+		if _, ok := names[o.Node]; !ok {
+			names[o.Node] = o.Name
+		}
+	}
+	return names
 }
 
 // checkShapes refuses, before legalization builds anything, a graph that
@@ -78,23 +92,10 @@ func elements(s dataflow.Shape) int {
 // operand (contractedOnly), whose last axis becomes conv weight channels.
 func checkShapes(g *dataflow.Graph, t Target) error {
 	nodes := g.Nodes()
-	live := make([]bool, len(nodes))
-	outName := map[int]string{}
-	for _, o := range g.Outputs() {
-		live[o.Node] = true
-		if _, ok := outName[o.Node]; !ok {
-			outName[o.Node] = o.Name
-		}
-	}
-	for i := len(nodes) - 1; i >= 0; i-- {
-		if live[i] {
-			for _, id := range nodes[i].Inputs {
-				live[id] = true
-			}
-		}
-	}
+	live := liveNodes(g)
+	outName := outputNames(g)
 	contracted := contractedOnly(nodes, live)
-	weights := int64(blobHeaderBytes)
+	weights := int64(mil.BlobHeaderBytes)
 	for _, n := range nodes {
 		if !live[n.ID] && n.Op != dataflow.OpInput {
 			continue
@@ -107,7 +108,7 @@ func checkShapes(g *dataflow.Graph, t Target) error {
 		// operand by its transpose), so this sum is a lower bound on the
 		// blob, which emit checks exactly.
 		if n.Op == dataflow.OpConst && len(n.Shape) > 0 {
-			weights = satAdd(weights, blobBytes(elements(n.Shape)))
+			weights = satAdd(weights, blobBytes(n.Shape.Size()))
 		}
 	}
 	if weights > weightLimit {
@@ -225,10 +226,10 @@ func weightFileBytes(g *dataflow.Graph, prog *Program) int64 {
 
 // constantBytes is the size of a weight file holding g's tensor constants.
 func constantBytes(g *dataflow.Graph) int64 {
-	total := int64(blobHeaderBytes)
+	total := int64(mil.BlobHeaderBytes)
 	for _, n := range g.Nodes() {
 		if n.Op == dataflow.OpConst && len(n.Shape) > 0 {
-			total = satAdd(total, blobBytes(elements(n.Shape)))
+			total = satAdd(total, blobBytes(n.Shape.Size()))
 		}
 	}
 	return total

@@ -11,6 +11,7 @@ import (
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/engine"
+	"github.com/anemone-go/anemone/lower/mil"
 )
 
 // lowerMeasured lowers g for t and returns the error, the bytes allocated
@@ -134,7 +135,7 @@ func TestWeightFileLimit(t *testing.T) {
 	// (within its axes), is 2³¹ bytes of fp16 and so, with the file's
 	// header and record, one weight file past the limit: refused before
 	// the passes copy its 8 GiB of float64 (it took 24 GB and 100 s).
-	require.Greater(t, blobHeaderBytes+blobBytes(65536*16384), int64(engine.WeightFileLimit))
+	require.Greater(t, mil.BlobHeaderBytes+blobBytes(65536*16384), int64(engine.WeightFileLimit))
 
 	// A 1024×1024 matvec constant is 2 MiB of fp16: over a 1 MiB limit
 	// before anything is built.
@@ -154,10 +155,10 @@ func TestWeightFileLimit(t *testing.T) {
 	w := g.Const("w", dataflow.Shape{64, 64}, ramp(64*64))
 	x := g.Input("x", dataflow.Shape{1, 64})
 	g.Output("y", g.Add(g.MatMul(x, w, false, false), g.MatMul(x, w, false, true)))
-	weightLimit = blobHeaderBytes + blobBytes(64*64)
+	weightLimit = mil.BlobHeaderBytes + blobBytes(64*64)
 	_, err = Lower(g, TargetSim)
 	require.ErrorIs(t, err, ErrUnsupported)
-	require.Contains(t, err.Error(), fmt.Sprintf("weight file of %d bytes", blobHeaderBytes+2*blobBytes(64*64)))
+	require.Contains(t, err.Error(), fmt.Sprintf("weight file of %d bytes", mil.BlobHeaderBytes+2*blobBytes(64*64)))
 
 	// The size checked is exactly the blob's, surface fill included.
 	for _, target := range []Target{TargetSim, TargetM1, TargetM5} {
@@ -208,7 +209,7 @@ func TestCheckShapesNoStricter(t *testing.T) {
 		for _, target := range []Target{TargetSim, TargetM1} {
 			g := build()
 			pre := checkShapes(g, target)
-			_, post := lowerUnchecked(g, target)
+			_, post := lowerChecked(g, target) // Lower without checkShapes
 			if pre != nil {
 				require.Error(t, post, "%s on %s: refused only by the new checks: %v", name, target.Name, pre)
 			}
@@ -217,6 +218,3 @@ func TestCheckShapesNoStricter(t *testing.T) {
 		}
 	}
 }
-
-// lowerUnchecked is Lower without checkShapes.
-func lowerUnchecked(g *dataflow.Graph, t Target) (*Program, error) { return lowerChecked(g, t) }

@@ -164,7 +164,7 @@ func Lint(p *Program, t Target) error {
 			}
 			allZero := true
 			for i, v := range lit.Floats {
-				if v != 0 && math.Abs(v) < minNormal {
+				if v != 0 && math.Abs(v) < fp16.MinNormal {
 					return bad(op.Pos, "const %q element %d is %g, subnormal in fp16", name, i, v)
 				}
 				allZero = allZero && v == 0

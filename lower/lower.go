@@ -61,12 +61,7 @@ func Legalize(g *dataflow.Graph) (*dataflow.Graph, error) {
 // checkLimits rejects tensors the target cannot hold.
 func checkLimits(g *dataflow.Graph, t Target) error {
 	nodes := g.Nodes()
-	outName := map[int]string{}
-	for _, o := range g.Outputs() {
-		if _, ok := outName[o.Node]; !ok {
-			outName[o.Node] = o.Name
-		}
-	}
+	outName := outputNames(g)
 	for _, n := range nodes {
 		if err := checkShape(n, t, tensorLabel(n, outName), true); err != nil {
 			return err
@@ -115,16 +110,12 @@ func ioSpec(t Target, name string, shape dataflow.Shape) (IOSpec, error) {
 }
 
 // rowsOf is a logical shape's device rows and row length; rows saturate
-// at math.MaxInt rather than wrap.
+// at math.MaxInt rather than wrap (dataflow.Shape.Size).
 func rowsOf(shape dataflow.Shape) (rows, rowLen int) {
-	rows, rowLen = 1, 1
 	if r := len(shape); r > 0 {
-		rowLen = shape[r-1]
-		for _, d := range shape[:r-1] {
-			rows = satMul(rows, d)
-		}
+		return shape[:r-1].Size(), shape[r-1]
 	}
-	return rows, rowLen
+	return 1, 1
 }
 
 // layout gives each logical tensor its band. Without packing every tensor

@@ -84,17 +84,7 @@ func (r *rewriter) finish(vals []dataflow.Value) (*dataflow.Graph, error) {
 // Inputs stay: they are the program's signature.
 func eliminateDeadCode(src *dataflow.Graph) (*dataflow.Graph, error) {
 	nodes := src.Nodes()
-	live := make([]bool, len(nodes))
-	for _, o := range src.Outputs() {
-		live[o.Node] = true
-	}
-	for i := len(nodes) - 1; i >= 0; i-- {
-		if live[i] {
-			for _, id := range nodes[i].Inputs {
-				live[id] = true
-			}
-		}
-	}
+	live := liveNodes(src)
 	r := &rewriter{src: src, dst: dataflow.New()}
 	vals := make([]dataflow.Value, len(nodes))
 	for i, n := range nodes {

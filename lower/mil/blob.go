@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/anemone-go/anemone/fp16"
 )
@@ -49,6 +50,20 @@ const (
 	blobVersion    = 2          // storage format version
 	blobSentinel   = 0xDEADBEEF // first word of every metadata record
 )
+
+// BlobHeaderBytes is the size of the weight file's header, the whole of
+// an empty file.
+const BlobHeaderBytes = blobHeaderSize
+
+// BlobEntryBytes is how many bytes Add appends for a blob of n ≥ 0 data
+// bytes: its metadata record and the data zero-padded to the alignment;
+// math.MaxInt64 when that does not fit an int64.
+func BlobEntryBytes(n int64) int64 {
+	if n > math.MaxInt64-blobMetaSize-blobAlign {
+		return math.MaxInt64
+	}
+	return blobMetaSize + (n+blobAlign-1)/blobAlign*blobAlign
+}
 
 // ErrBlob is the sentinel every weight-file error wraps.
 var ErrBlob = errors.New("mil: malformed weight blob")

@@ -201,3 +201,16 @@ func TestBlobWriterZeroValue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, BlobFP16, e.DType)
 }
+
+// TestBlobEntryBytes: BlobEntryBytes is what Add appends, for data sizes
+// around the alignment, and an empty file is BlobHeaderBytes long.
+func TestBlobEntryBytes(t *testing.T) {
+	w := NewBlobWriter()
+	require.Equal(t, BlobHeaderBytes, w.Len())
+	for _, n := range []int{0, 1, 2, 63, 64, 65, 127, 128, 1000} {
+		before := w.Len()
+		w.Add(BlobFP16, make([]byte, n))
+		require.Equal(t, int64(w.Len()-before), BlobEntryBytes(int64(n)), "%d data bytes", n)
+	}
+	require.Equal(t, int64(math.MaxInt64), BlobEntryBytes(math.MaxInt64-10))
+}
