@@ -2,9 +2,7 @@ package krylov
 
 import (
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"math"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -13,7 +11,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/isnil"
 	"github.com/anemone-go/anemone/precision"
 )
 
@@ -42,7 +42,7 @@ type Operator interface {
 // changes to a do not reach the operator. On the device, A·x is one matmul
 // with a constant operand, which lowering turns into a 1×1 conv.
 func Dense(a mat.Matrix) (Operator, error) {
-	if a == nil || (isPointer(a) && reflect.ValueOf(a).IsNil()) {
+	if isnil.Matrix(a) {
 		return nil, fmt.Errorf("krylov: nil matrix: %w", ErrShape)
 	}
 	r, c := a.Dims()

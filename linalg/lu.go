@@ -2,13 +2,14 @@ package linalg
 
 import (
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"math"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/isnil"
 	"github.com/anemone-go/anemone/internal/parallel"
 	"github.com/anemone-go/anemone/precision"
 	"gonum.org/v1/gonum/blas"
@@ -609,7 +610,7 @@ type scaledMatrix struct {
 // cache, and only the last pass writes B (and takes B's norm). Ruiz's
 // iteration stops at the first sweep that changes no scale.
 func equilibrateNorms(fn string, a mat.Matrix) (*scaledMatrix, error) {
-	if isNilMatrix(a) {
+	if isnil.Matrix(a) {
 		return nil, fmt.Errorf("linalg: %s: a is nil: %w", fn, ErrShape)
 	}
 	m, n := a.Dims()

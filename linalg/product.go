@@ -3,9 +3,9 @@ package linalg
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"time"
 
+	"github.com/anemone-go/anemone/internal/isnil"
 	"github.com/anemone-go/anemone/precision"
 	"gonum.org/v1/gonum/mat"
 )
@@ -202,23 +202,10 @@ func (pl *plan) close() {
 	}
 }
 
-// isNilMatrix reports a nil mat.Matrix, or one holding a nil pointer (a
-// (*mat.Dense)(nil), whose Dims would panic).
-func isNilMatrix(a mat.Matrix) bool {
-	if a == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(a); v.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func:
-		return v.IsNil()
-	}
-	return false
-}
-
 // checkMatrix rejects nil, empty and non-finite matrices; name says which
 // operand.
 func checkMatrix(fn, name string, a mat.Matrix) (m, n int, err error) {
-	if isNilMatrix(a) {
+	if isnil.Matrix(a) {
 		return 0, 0, fmt.Errorf("linalg: %s: %s is nil: %w", fn, name, ErrShape)
 	}
 	m, n = a.Dims()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/anemone-go/anemone/internal/isnil"
 	"github.com/anemone-go/anemone/precision"
 	"gonum.org/v1/gonum/mat"
 )
@@ -36,7 +37,7 @@ const (
 // it; the message has the history and the condition estimate). A zero b
 // gives x = 0.
 func Solve(a mat.Matrix, b []float64, s *Settings) ([]float64, error) {
-	if !isNilMatrix(a) {
+	if !isnil.Matrix(a) {
 		if r, _ := a.Dims(); r != len(b) {
 			if _, _, err := checkMatrix("Solve", "a", a); err == nil {
 				return nil, fmt.Errorf("linalg: Solve: b has length %d, a has %d rows: %w", len(b), r, ErrShape)
@@ -67,7 +68,7 @@ func SolveMany(a, b mat.Matrix, s *Settings) (*mat.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isNilMatrix(a) {
+	if !isnil.Matrix(a) {
 		if r, c := a.Dims(); r != br {
 			return nil, fmt.Errorf("linalg: %s: b has %d rows, a is %d×%d: %w", fn, br, r, c, ErrShape)
 		}

@@ -3,9 +3,9 @@ package precision
 import (
 	"fmt"
 	"math"
-	"reflect"
 
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/isnil"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -24,13 +24,14 @@ import (
 // but round; powers of two lose at most a factor 2 of that.) The column
 // factors are ≥ 1, so the row maxima stay in (½, 1]. A zero row or column
 // gets the factor 1 and stays zero. A factor is at most 2¹⁰²³, the largest
-// float64 power of two: a row or column whose largest magnitude is below
-// 2⁻¹⁰²³ (a float64 subnormal) gets 2¹⁰²³ and its maximum stays below ½.
+// float64 power of two: a row or column whose largest magnitude is at most
+// 2⁻¹⁰²⁴ (a float64 subnormal) gets 2¹⁰²³ and its maximum stays at or
+// below ½.
 //
 // NaN or ±Inf in a is an error wrapping ErrRange, a nil matrix one
 // wrapping ErrShape. a is not modified.
 func Equilibrate(a mat.Matrix) (r, c []float64, err error) {
-	if isNilMatrix(a) {
+	if isnil.Matrix(a) {
 		return nil, nil, fmt.Errorf("precision: Equilibrate: nil matrix: %w", ErrShape)
 	}
 	m, n := a.Dims()
@@ -58,7 +59,7 @@ func Equilibrate(a mat.Matrix) (r, c []float64, err error) {
 }
 
 // pow2AtMostOne returns the power of two 2^−⌈log₂ m⌉, the one that puts m in
-// (½, 1]; 1 for m = 0. For m below 2⁻¹⁰²³ that power is past float64's
+// (½, 1]; 1 for m = 0. For m ≤ 2⁻¹⁰²⁴ that power is past float64's
 // range (it was +Inf): the result is then 2¹⁰²³, the largest.
 func pow2AtMostOne(m float64) float64 {
 	if m == 0 {
@@ -88,7 +89,7 @@ func SqueezeScale(a mat.Matrix, theta float64) (r, c []float64, mu float64, err 
 	if !(theta > 0 && theta <= 1) {
 		return nil, nil, 0, fmt.Errorf("precision: SqueezeScale: theta = %v, want 0 < θ ≤ 1: %w", theta, ErrInvalid)
 	}
-	if isNilMatrix(a) {
+	if isnil.Matrix(a) {
 		return nil, nil, 0, fmt.Errorf("precision: SqueezeScale: nil matrix: %w", ErrShape)
 	}
 	r, c, err = Equilibrate(a)
@@ -109,18 +110,4 @@ func SqueezeScale(a mat.Matrix, theta float64) (r, c []float64, mu float64, err 
 	_, p := math.Frexp(theta * fp16.MaxValue / beta) // q ∈ [2^(p−1), 2^p)
 	mu = math.Ldexp(1, p-1)
 	return r, c, mu, nil
-}
-
-// isNilMatrix reports a nil mat.Matrix, or a nil pointer in one (a
-// (*mat.Dense)(nil), whose Dims would panic).
-func isNilMatrix(a mat.Matrix) bool {
-	if a == nil {
-		return true
-	}
-	v := reflect.ValueOf(a)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func:
-		return v.IsNil()
-	}
-	return false
 }

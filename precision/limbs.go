@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/anemone-go/anemone/internal/isnil"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -92,7 +93,7 @@ func SplitMatrix(a mat.Matrix, limbs, bits int) (MatrixLimbs, error) {
 	if err := checkLimbs("SplitMatrix", limbs, bits); err != nil {
 		return MatrixLimbs{}, err
 	}
-	if isNilMatrix(a) {
+	if isnil.Matrix(a) {
 		return MatrixLimbs{}, fmt.Errorf("precision: SplitMatrix: nil matrix: %w", ErrShape)
 	}
 	r, c := a.Dims()

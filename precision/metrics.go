@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/isnil"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -46,7 +47,7 @@ func ratio(num, den float64) float64 {
 // nil, the lengths do not match A or the data hold NaN (NaN is its error:
 // "BackwardError(...) <= tol" fails on bad input).
 func BackwardError(a mat.Matrix, x, b []float64) float64 {
-	if isNilMatrix(a) {
+	if isnil.Matrix(a) {
 		return math.NaN()
 	}
 	m, n := a.Dims()

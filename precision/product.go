@@ -3,12 +3,13 @@ package precision
 import (
 	"errors"
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"math"
 	"math/bits"
 	"sync"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
+	"github.com/anemone-go/anemone/internal/isnil"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
 	"gonum.org/v1/gonum/mat"
@@ -438,7 +439,7 @@ func checkFits(g *dataflow.Graph, t lower.Target) error {
 
 // newProductFor is newProduct for a's shape with A set to a.
 func newProductFor(fn string, dev shim.Device, a mat.Matrix, n int, opts MatVecOptions) (*product, error) {
-	if isNilMatrix(a) {
+	if isnil.Matrix(a) {
 		return nil, fmt.Errorf("precision: %s: nil matrix: %w", fn, ErrShape)
 	}
 	m, k := a.Dims()
@@ -456,7 +457,7 @@ func newProductFor(fn string, dev shim.Device, a mat.Matrix, n int, opts MatVecO
 // setA writes A into the device's input surface: scaled per row into
 // [1, 2) and rounded (FP16), or split into limbs (Compensated). No compile.
 func (p *product) setA(fn string, a mat.Matrix) error {
-	if isNilMatrix(a) {
+	if isnil.Matrix(a) {
 		return fmt.Errorf("precision: %s: nil matrix: %w", fn, ErrShape)
 	}
 	if r, c := a.Dims(); r != p.m || c != p.k {
@@ -853,7 +854,7 @@ func NewMatMul(dev shim.Device, a mat.Matrix, n int, opts MatMulOptions) (*MatMu
 // ErrRange, and so is a result beyond float64's range. b is not modified.
 func (mp *MatMulPlan) Apply(dst *mat.Dense, b mat.Matrix) error {
 	p := mp.p
-	if dst == nil || isNilMatrix(b) {
+	if dst == nil || isnil.Matrix(b) {
 		return fmt.Errorf("precision: MatMulPlan.Apply: nil matrix: %w", ErrShape)
 	}
 	if r, c := b.Dims(); r != p.k || c != p.n {
@@ -937,7 +938,7 @@ func (mp *MatMulPlan) Close() error { return mp.p.close() }
 // MatMulPlan for the modes; the zero options mean Compensated with 4 limbs
 // of 6 bits). a is m×k and b k×n (ErrShape otherwise).
 func MatMul(dev shim.Device, a, b mat.Matrix, opts MatMulOptions) (*mat.Dense, error) {
-	if isNilMatrix(a) || isNilMatrix(b) {
+	if isnil.Matrix(a) || isnil.Matrix(b) {
 		return nil, fmt.Errorf("precision: MatMul: nil matrix: %w", ErrShape)
 	}
 	_, k := a.Dims()
