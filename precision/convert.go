@@ -48,9 +48,9 @@ func ScaleToFP16(dst []float32, src []float64, e int) (Conversion, error) {
 		return c, fmt.Errorf("precision: dst has length %d, src %d: %w", len(dst), len(src), ErrShape)
 	}
 	bad := -1
+	ec := clampExp(e) // once, not per element: math.Ldexp(v, ec) is ldexp(v, e)
 	for i, v := range src {
-		s := ldexp(v, e)
-		y := fp16.Round64(s)
+		y := fp16.Round64(math.Ldexp(v, ec))
 		c.count(v, y)
 		if bad < 0 && (math.IsNaN(y) || math.IsInf(y, 0)) {
 			bad = i
@@ -61,7 +61,7 @@ func ScaleToFP16(dst []float32, src []float64, e int) (Conversion, error) {
 		if e == 0 {
 			return c, fmt.Errorf("precision: src[%d] = %v does not fit fp16 (|x| ≤ 65504): %w", bad, src[bad], ErrRange)
 		}
-		return c, fmt.Errorf("precision: src[%d]·2^%d = %v does not fit fp16 (|x| ≤ 65504): %w", bad, e, ldexp(src[bad], e), ErrRange)
+		return c, fmt.Errorf("precision: src[%d]·2^%d = %v does not fit fp16 (|x| ≤ 65504): %w", bad, e, math.Ldexp(src[bad], ec), ErrRange)
 	}
 	return c, nil
 }
@@ -228,8 +228,10 @@ func JoinFP16(limbs [][]float32, exps []int) ([]float64, error) {
 		if len(limbs[j]) != n {
 			return nil, fmt.Errorf("precision: JoinFP16: limb %d has length %d, limb 0 %d: %w", j, len(limbs[j]), n, ErrShape)
 		}
+		// Clamped before the negation: −math.MinInt is math.MinInt.
+		e := -clampExp(exps[j])
 		for i, v := range limbs[j] {
-			out[i] += ldexp(float64(v), -clampExp(exps[j]))
+			out[i] += math.Ldexp(float64(v), e)
 		}
 	}
 	return out, nil
