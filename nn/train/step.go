@@ -83,10 +83,8 @@ func (c *Config) check() error {
 	case c.Update != Compensated && c.Update != PlainFP16:
 		return fmt.Errorf("train: unknown update %d: %w", c.Update, ErrConfig)
 	}
-	if s := c.LossScale; s != 0 {
-		if _, e := math.Frexp(s); !(s >= minScale && s <= maxScale) || math.Ldexp(1, e-1) != s {
-			return fmt.Errorf("train: loss scale %g, want a power of two in [2⁻⁵, 2¹⁵]: %w", s, ErrConfig)
-		}
+	if s := c.LossScale; s != 0 && !validScale(s) {
+		return fmt.Errorf("train: loss scale %g, want a power of two in [2⁻⁵, 2¹⁵]: %w", s, ErrConfig)
 	}
 	if err := c.Optimizer.check(); err != nil {
 		return err
@@ -404,21 +402,23 @@ func (s *step) hostScalars(t int, scale float64) (map[string]float64, error) {
 // flush to zero so that the updates are silently lost. f is the
 // schedule's factor, for the message.
 func checkScalars(m map[string]float64, f float64) error {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		if !strings.HasSuffix(name, rateExp) {
-			names = append(names, name)
+	// It runs every step, so it allocates nothing; of several factors out
+	// of range it reports the least name, the same one every run.
+	bad, badV, badLo := "", 0.0, 0.0
+	for name, v := range m {
+		if strings.HasSuffix(name, rateExp) {
+			continue
 		}
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		v, lo := m[name], 0x1p-14
+		lo := 0x1p-14
 		if p, ok := m[name+rateExp]; ok {
 			v, lo = v*p, 0x1p-28
 		}
-		if a := math.Abs(v); a != 0 && !(a >= lo && a <= fp16.MaxValue) {
-			return fmt.Errorf("train: the optimizer's device factor %s is %g (the learning rate times the schedule's factor %g and the step unit), outside [%g, 65504], what fp16 carries: the updates would be lost or overflow: choose a larger (or smaller) learning rate or weight decay, or Compensated updates for small ones: %w", name, v, f, lo, ErrConfig)
+		if a := math.Abs(v); a != 0 && !(a >= lo && a <= fp16.MaxValue) && (bad == "" || name < bad) {
+			bad, badV, badLo = name, v, lo
 		}
+	}
+	if bad != "" {
+		return fmt.Errorf("train: the optimizer's device factor %s is %g (the learning rate times the schedule's factor %g and the step unit), outside [%g, %g], what fp16 carries: the updates would be lost or overflow: choose a larger (or smaller) learning rate or weight decay, or Compensated updates for small ones: %w", bad, badV, f, badLo, fp16.MaxValue, ErrConfig)
 	}
 	return nil
 }
@@ -457,6 +457,13 @@ const (
 	maxScale = 1 << 15
 	minScale = 0x1p-5
 )
+
+// validScale reports whether s is a loss scale the scaler takes: a power
+// of two in [minScale, maxScale].
+func validScale(s float64) bool {
+	_, e := math.Frexp(s)
+	return s >= minScale && s <= maxScale && math.Ldexp(1, e-1) == s
+}
 
 // monitorLen is the number of values in the step's monitor output.
 func (s *step) monitorLen() int {

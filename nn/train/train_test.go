@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -591,15 +592,8 @@ func TestOverflowSkipsStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, w := range before {
-		if name == "train.scaler" {
-			continue
-		}
-		for i, v := range w.Data {
-			if after[name].Data[i] != v {
-				t.Fatalf("%s[%d] changed from %v to %v in a skipped step", name, i, v, after[name].Data[i])
-			}
-		}
+	if !sameState(t, before, after, "a skipped step") {
+		t.FailNow()
 	}
 	for range 30 {
 		if _, err := tr.Step(loud()); err != nil {
@@ -621,58 +615,42 @@ func TestOverflowSkipsStep(t *testing.T) {
 // gated too). At LR 1 the same step is applied: w = 1 + 8 = 9 exactly
 // (every value on its path is a small integer).
 func TestStepOverflowSkipsStep(t *testing.T) {
-	net := func(g *dataflow.Graph, batch int) (dataflow.Value, dataflow.Value) {
-		x := g.Input("x", dataflow.Shape{batch, 1})
-		w := g.Input("w", dataflow.Shape{1, 1})
-		return x, g.MatMul(x, w, false, true)
-	}
-	w0 := nn.Weights{"w": {Name: "w", Shape: []int{1, 1}, Data: []float64{1}}}
+	net, w0 := oneWeightNet, oneWeight()
 	b := Batch{X: []float64{1}, Y: []float64{5}}
 	dev := open(t, "sim")
 	for _, opt := range []Optimizer{SGD{LR: 8}, SGD{LR: 8, Momentum: 0.5}, Adam{LR: 100}} {
-		{
-			up := Compensated // a plain step of 64 fits fp16
-			cfg := Config{Network: net, Weights: w0, Batch: 1, Loss: MeanSquaredError, Optimizer: opt, Update: up}
-			tr, err := New(cfg, dev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref, err := NewReference(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range []interface {
-				Step(Batch) (float64, error)
-				Checkpoint() (nn.Weights, error)
-			}{tr, ref} {
-				before, err := r.Checkpoint()
-				if err != nil {
-					t.Fatal(err)
-				}
-				loss, err := r.Step(b)
-				if !errors.Is(err, ErrOverflow) || loss != 16 {
-					t.Errorf("%+v %v: loss %g, %v; want 16 and ErrOverflow", opt, up, loss, err)
-				}
-				after, err := r.Checkpoint()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for name, w := range before {
-					if name == "train.scaler" {
-						continue
-					}
-					for i, v := range w.Data {
-						if got := after[name].Data[i]; got != v && !(math.IsNaN(got) && math.IsNaN(v)) {
-							t.Errorf("%+v %v: %s[%d] changed from %v to %v in a skipped step", opt, up, name, i, v, got)
-						}
-					}
-				}
-			}
-			if st := tr.Stats(); st.Applied != 0 || st.Skipped != 1 {
-				t.Errorf("%+v %v: %+v, want 0 applied and 1 skipped", opt, up, st)
-			}
-			tr.Close()
+		// Compensated updates: a plain step of 64 fits fp16.
+		cfg := Config{Network: net, Weights: w0, Batch: 1, Loss: MeanSquaredError, Optimizer: opt, Update: Compensated}
+		tr, err := New(cfg, dev)
+		if err != nil {
+			t.Fatal(err)
 		}
+		ref, err := NewReference(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []interface {
+			Step(Batch) (float64, error)
+			Checkpoint() (nn.Weights, error)
+		}{tr, ref} {
+			before, err := r.Checkpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			loss, err := r.Step(b)
+			if !errors.Is(err, ErrOverflow) || loss != 16 {
+				t.Errorf("%+v: loss %g, %v; want 16 and ErrOverflow", opt, loss, err)
+			}
+			after, err := r.Checkpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameState(t, before, after, fmt.Sprintf("%+v: a skipped step", opt))
+		}
+		if st := tr.Stats(); st.Applied != 0 || st.Skipped != 1 {
+			t.Errorf("%+v: %+v, want 0 applied and 1 skipped", opt, st)
+		}
+		tr.Close()
 	}
 	tr, err := New(Config{Network: net, Weights: w0, Batch: 1, Loss: MeanSquaredError, Optimizer: SGD{LR: 1}}, dev)
 	if err != nil {
@@ -697,12 +675,7 @@ func TestStepOverflowSkipsStep(t *testing.T) {
 // into lo). A rate below what the split carries (LR 1e-9) is ErrConfig
 // at New, and a schedule that takes it there is ErrConfig at Step.
 func TestSmallLearningRate(t *testing.T) {
-	net := func(g *dataflow.Graph, batch int) (dataflow.Value, dataflow.Value) {
-		x := g.Input("x", dataflow.Shape{batch, 1})
-		w := g.Input("w", dataflow.Shape{1, 1})
-		return x, g.MatMul(x, w, false, true)
-	}
-	w0 := nn.Weights{"w": {Name: "w", Shape: []int{1, 1}, Data: []float64{1}}}
+	net, w0 := oneWeightNet, oneWeight()
 	b := Batch{X: []float64{1}, Y: []float64{5}}
 	cfg := Config{Network: net, Weights: w0, Batch: 1, Loss: MeanSquaredError, Optimizer: SGD{LR: 3e-5}}
 	for _, name := range []string{"sim", "sim-narrow"} {
@@ -750,12 +723,7 @@ func TestSmallLearningRate(t *testing.T) {
 // over 200 steps ≤ 1.96e-4; and each add into lo (|lo| ≤ ½ in its unit
 // 2⁻¹⁰) rounds by ≤ 2⁻¹³·2⁻¹⁰ of the weight, ≤ 2.4e-5 over 200 steps.
 func TestCompensatedUpdates(t *testing.T) {
-	net := func(g *dataflow.Graph, batch int) (dataflow.Value, dataflow.Value) {
-		x := g.Input("x", dataflow.Shape{batch, 1})
-		w := g.Input("w", dataflow.Shape{1, 1})
-		return x, g.MatMul(x, w, false, true)
-	}
-	w0 := nn.Weights{"w": {Name: "w", Shape: []int{1, 1}, Data: []float64{1}}}
+	net, w0 := oneWeightNet, oneWeight()
 	b := Batch{X: []float64{1, 1, 1, 1}, Y: []float64{1.01, 1.01, 1.01, 1.01}}
 	change := map[Update]float64{}
 	dev := open(t, "sim")
@@ -1033,12 +1001,8 @@ func TestUngatedStepRefusesSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, w := range before {
-		for i, v := range w.Data {
-			if after[name].Data[i] != v {
-				t.Fatalf("%s[%d] changed from %v to %v in a refused step", name, i, v, after[name].Data[i])
-			}
-		}
+	if !sameState(t, before, after, "a refused step") {
+		t.FailNow()
 	}
 	sgd, err := New(smallConfig(Compensated, SGD{LR: 8}), dev)
 	if err != nil {
@@ -1048,4 +1012,37 @@ func TestUngatedStepRefusesSchedule(t *testing.T) {
 	if !sgd.st.gated || sgd.st.monitorLen() != 3 {
 		t.Errorf("SGD lr 8: gated %v, monitor %d values; want gated, 3", sgd.st.gated, sgd.st.monitorLen())
 	}
+}
+
+// oneWeightNet is y = x·w for one weight w and x of shape [batch, 1]
+// (oneWeight).
+func oneWeightNet(g *dataflow.Graph, batch int) (dataflow.Value, dataflow.Value) {
+	x := g.Input("x", dataflow.Shape{batch, 1})
+	w := g.Input("w", dataflow.Shape{1, 1})
+	return x, g.MatMul(x, w, false, true)
+}
+
+// oneWeight is oneWeightNet's weight, w = 1.
+func oneWeight() nn.Weights {
+	return nn.Weights{"w": {Name: "w", Shape: []int{1, 1}, Data: []float64{1}}}
+}
+
+// sameState reports whether every value of before (weights or a
+// checkpoint; the loss scaler's entry aside, which a skipped step
+// changes) is unchanged in after (==, NaN matching NaN); the first that
+// is not is an error of the test, in what.
+func sameState(t *testing.T, before, after nn.Weights, what string) bool {
+	t.Helper()
+	for name, w := range before {
+		if name == "train.scaler" {
+			continue
+		}
+		for i, v := range w.Data {
+			if got := after[name].Data[i]; got != v && !(math.IsNaN(got) && math.IsNaN(v)) {
+				t.Errorf("%s: %s[%d] changed from %v to %v", what, name, i, v, got)
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -143,57 +143,50 @@ func initialState(c *Config, st *step, exact bool) (map[string][]float64, scaler
 		w := c.Weights[p.name].Data
 		hi := make([]float64, len(w))
 		lo := make([]float64, len(w))
-		ckHi, okHi := c.Weights[ckptName(p.name, "hi")]
-		ckLo, okLo := c.Weights[ckptName(p.name, "lo")]
+		if i := outsideFP16(w); i >= 0 {
+			return nil, sc, fmt.Errorf("train: weight %q element %d is %g, beyond fp16's range: %w", p.name, i, w[i], ErrParam)
+		}
 		for i, v := range w {
-			if math.IsNaN(v) || math.Abs(v) > fp16.MaxValue {
-				return nil, sc, fmt.Errorf("train: weight %q element %d is %g, beyond fp16's range: %w", p.name, i, v, ErrParam)
-			}
 			hi[i] = v
 			if !exact {
 				hi[i] = fp16.Round64(v)
 				lo[i] = (v - hi[i]) * u
 			}
 		}
-		for _, ck := range []struct {
-			t  nn.Tensor
-			ok bool
-		}{{ckHi, okHi}, {ckLo, okLo}} {
-			if err := checkEntry(ck.t, ck.ok, len(w)); err != nil {
-				return nil, sc, err
-			}
+		ckHi, okHi, err := checkpointEntry(c.Weights, ckptName(p.name, "hi"), len(w))
+		if err != nil {
+			return nil, sc, err
+		}
+		ckLo, okLo, err := checkpointEntry(c.Weights, ckptName(p.name, "lo"), len(w))
+		if err != nil {
+			return nil, sc, err
 		}
 		if okLo && !okHi {
 			return nil, sc, fmt.Errorf("train: checkpoint: %q without %q: %w", ckptName(p.name, "lo"), ckptName(p.name, "hi"), ErrParam)
 		}
 		if okHi && okLo {
-			hi, lo = ckHi.Data, ckLo.Data
+			hi, lo = ckHi, ckLo
 		}
 		out[p.name] = hi
 		if p.lo.Valid() {
 			out[loName(p.name)] = lo
 		}
 		for _, s := range st.opt.states() {
-			v := make([]float64, len(w))
-			t, ok := c.Weights[ckptName(p.name, s)]
-			if err := checkEntry(t, ok, len(w)); err != nil {
+			v, ok, err := checkpointEntry(c.Weights, ckptName(p.name, s), len(w))
+			if err != nil {
 				return nil, sc, err
 			}
-			if ok {
-				v = t.Data
+			if !ok {
+				v = make([]float64, len(w))
 			}
 			out[stateName(p.name, s)] = v
 		}
 	}
 	if t, ok := c.Weights["train.scaler"]; ok {
 		d := t.Data
-		bad := len(d) != 4
-		for i := 0; !bad && i < 4; i++ {
-			bad = !(d[i] >= 0) || math.IsInf(d[i], 0) || i > 0 && d[i] != math.Trunc(d[i])
-		}
-		if !bad {
-			_, e := math.Frexp(d[0])
-			bad = !(d[0] >= minScale && d[0] <= maxScale) || math.Ldexp(1, e-1) != d[0]
+		bad := len(d) != 4 || !validScale(d[0])
+		for i := 1; !bad && i < 4; i++ {
+			bad = !(d[i] >= 0) || math.IsInf(d[i], 0) || d[i] != math.Trunc(d[i])
 		}
 		if bad {
 			return nil, sc, fmt.Errorf("train: checkpoint: \"train.scaler\" is %v, want [loss scale (a power of two in [2⁻⁵, 2¹⁵]), good, applied, skipped] with counts whole and ≥ 0, as Checkpoint writes it: %w", d, ErrParam)
@@ -203,21 +196,32 @@ func initialState(c *Config, st *step, exact bool) (map[string][]float64, scaler
 	return out, sc, nil
 }
 
-// checkEntry validates a checkpoint's state tensor t (present when ok) of
-// a parameter of n values: n finite values within fp16's range.
-func checkEntry(t nn.Tensor, ok bool, n int) error {
+// checkpointEntry is the checkpoint's state tensor name in ws, if there
+// is one (ok), validated for a parameter of n values: n finite values
+// within fp16's range.
+func checkpointEntry(ws nn.Weights, name string, n int) (data []float64, ok bool, err error) {
+	t, ok := ws[name]
 	if !ok {
-		return nil
+		return nil, false, nil
 	}
 	if len(t.Data) != n {
-		return fmt.Errorf("train: checkpoint: %q has %d values, its parameter %d: %w", t.Name, len(t.Data), n, ErrParam)
+		return nil, true, fmt.Errorf("train: checkpoint: %q has %d values, its parameter %d: %w", name, len(t.Data), n, ErrParam)
 	}
-	for i, v := range t.Data {
-		if math.IsNaN(v) || math.Abs(v) > fp16.MaxValue {
-			return fmt.Errorf("train: checkpoint: %q element %d is %g, beyond fp16's range: %w", t.Name, i, v, ErrParam)
+	if i := outsideFP16(t.Data); i >= 0 {
+		return nil, true, fmt.Errorf("train: checkpoint: %q element %d is %g, beyond fp16's range: %w", name, i, t.Data[i], ErrParam)
+	}
+	return t.Data, true, nil
+}
+
+// outsideFP16 is the index of the first element of xs that is NaN, ±Inf
+// or beyond fp16's range, or −1.
+func outsideFP16(xs []float64) int {
+	for i, v := range xs {
+		if !(math.Abs(v) <= fp16.MaxValue) {
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // checkBatch validates a minibatch against the step's shapes.
@@ -228,11 +232,12 @@ func (s *step) checkBatch(b Batch) error {
 	if len(b.Y) != s.outShape.Size() {
 		return fmt.Errorf("train: batch Y has %d values, the network's output %v needs %d: %w", len(b.Y), s.outShape, s.outShape.Size(), ErrBatch)
 	}
-	for name, xs := range map[string][]float64{"X": b.X, "Y": b.Y} {
-		for i, v := range xs {
-			if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > fp16.MaxValue {
-				return fmt.Errorf("train: batch %s element %d is %g: clean the data (fp16 holds finite values up to ±65504): %w", name, i, v, ErrBatch)
-			}
+	for _, xs := range [...]struct {
+		name string
+		v    []float64
+	}{{"X", b.X}, {"Y", b.Y}} {
+		if i := outsideFP16(xs.v); i >= 0 {
+			return fmt.Errorf("train: batch %s element %d is %g: clean the data (fp16 holds finite values up to ±%g): %w", xs.name, i, xs.v[i], fp16.MaxValue, ErrBatch)
 		}
 	}
 	if s.crossEntropy {
