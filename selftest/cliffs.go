@@ -162,12 +162,15 @@ func (e *env) innerDim() Probe {
 		} else {
 			out, err := c.run([][]float32{fill(m*w, 1)}, m*n)
 			c.close()
+			mixed := -1
+			if err == nil {
+				mixed = disagrees(out[0])
+			}
 			switch {
 			case err != nil:
 				res, pt.Error = "runs with error", err.Error()
-			case disagrees(out[0]) >= 0:
-				i := disagrees(out[0])
-				res = fmt.Sprintf("mixed (element %d is %g, element 0 %g)", i, out[0][i], out[0][0])
+			case mixed >= 0:
+				res = fmt.Sprintf("mixed (element %d is %g, element 0 %g)", mixed, out[0][mixed], out[0][0])
 			case out[0][0] == float32(k):
 				res = "correct"
 			case out[0][0] == 0:

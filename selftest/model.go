@@ -64,11 +64,10 @@ func (e *env) modelDotVec(x, y []float64) float64 {
 		if math.Abs(s16) > cliff {
 			return math.Copysign(math.Inf(1), s16)
 		}
-		r := fp16.Round64(s16)
-		if t.FlushSubnormals && math.Abs(r) < minNormal {
-			r = 0
+		if t.FlushSubnormals && math.Abs(s16) < fp16.MinNormal {
+			return 0
 		}
-		return r
+		return s16 // an fp16 value already
 	}
 	var s float32
 	for i, xi := range x {
@@ -77,7 +76,7 @@ func (e *env) modelDotVec(x, y []float64) float64 {
 			yi = y[i]
 		}
 		p := round(xi * yi) // fp16 operands: xi·yi is exact in float64
-		if t.FlushSubnormalProducts && math.Abs(p) < minNormal {
+		if t.FlushSubnormalProducts && math.Abs(p) < fp16.MinNormal {
 			p = 0
 		}
 		s += float32(p)
@@ -90,9 +89,6 @@ func (e *env) modelDotVec(x, y []float64) float64 {
 	}
 	return round(float64(s))
 }
-
-// minNormal is fp16's smallest normal magnitude, 2⁻¹⁴.
-const minNormal = 0x1p-14
 
 // innerZeros reports whether the target's matmul returns zeros for a
 // contraction of k (InnerMultiple).

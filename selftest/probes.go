@@ -75,10 +75,8 @@ func (e *env) saturation(conv bool) Probe {
 				pt.Got = Num(math.NaN())
 			} else {
 				g := float64(out[0][0])
-				for _, o := range out[0] { // every column holds the same dot
-					if !same(g, float64(o)) {
-						pt.Error = fmt.Sprintf("columns disagree: %g and %g", g, o)
-					}
+				if i := disagrees(out[0]); i >= 0 { // every column holds the same dot
+					pt.Error = fmt.Sprintf("columns disagree: %g and %g", g, out[0][i])
 				}
 				pt.Got, pt.OK = Num(g), same(w, g) && pt.Error == ""
 				got.add(truth, g)
@@ -667,8 +665,9 @@ func (e *env) compileBudget() Probe {
 	if c, ok := dev.(interface{ Backend() shim.Device }); ok {
 		dev = c.Backend() // past the cache, which would evict and close
 	}
+	hw := e.dev.Info().Hardware
 	var budget *shim.Budget
-	if e.dev.Info().Hardware {
+	if hw {
 		p.Expected = fmt.Sprintf("about 119 per process (public reports); anemone stops at %d (Target.CompileBudget)", e.t.CompileBudget)
 		if e.short {
 			p.Measured, p.Verdict = "-short", VerdictSkipped
@@ -685,7 +684,7 @@ func (e *env) compileBudget() Probe {
 		budget = b.Budget()
 	}
 	before, limit := budget.Used(), budget.Limit()
-	if e.dev.Info().Hardware {
+	if hw {
 		budget.SetLimit(before + budgetBound)
 		defer budget.SetLimit(limit)
 	}
@@ -709,7 +708,7 @@ func (e *env) compileBudget() Probe {
 		}
 		exes = append(exes, exe)
 	}
-	if !e.dev.Info().Hardware {
+	if !hw {
 		budget.SetLimit(budget.Limit() + len(exes)) // the probe's compiles given back
 	}
 	p.Values = map[string]any{"compiled": len(exes), "compiles_before_probe": before}
@@ -720,7 +719,7 @@ func (e *env) compileBudget() Probe {
 		p.Measured = fmt.Sprintf("all %d compiled (after %d earlier compiles)", len(exes), before)
 	}
 	p.Verdict = VerdictMeasured
-	if !e.dev.Info().Hardware {
+	if !hw {
 		total := before + len(exes)
 		p.Values["total"] = total
 		then := "no refusal"
