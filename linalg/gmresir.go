@@ -132,7 +132,6 @@ func (f *Factorization) solve(fn string, b [][]float64) ([][]float64, error) {
 		if err := f.factorHost(fn, precision.Compensated); err != nil {
 			return nil, err
 		}
-		f.cond = 0
 		f.condLocked()
 		st.Mode = f.mode
 		still := failed[:0]
@@ -198,15 +197,16 @@ func (f *Factorization) refine(b []float64) (x, hist []float64, ok bool, why str
 	n, st := f.n, f.cfg.stats
 	start := time.Now()
 	defer func() { st.Host += time.Since(start) }()
-	normB, normBt := 0.0, 0.0
+	// ‖b‖∞ and ‖D_r·b‖∞ (f.normB is the matrix's ‖B‖∞).
+	nb, nbt := 0.0, 0.0
 	bt := make([]float64, n)
 	for i, v := range b {
-		normB = math.Max(normB, math.Abs(v))
+		nb = math.Max(nb, math.Abs(v))
 		bt[i] = f.r[i] * v
-		normBt = math.Max(normBt, math.Abs(bt[i]))
+		nbt = math.Max(nbt, math.Abs(bt[i]))
 	}
 	x = make([]float64, n)
-	if normB == 0 {
+	if nb == 0 {
 		return x, []float64{0}, true, ""
 	}
 	tmp := make([]float64, n)
@@ -235,7 +235,7 @@ func (f *Factorization) refine(b []float64) (x, hist []float64, ok bool, why str
 			rb = math.Max(rb, math.Abs(res[i]))
 			yb = math.Max(yb, math.Abs(y[i]))
 		}
-		eta := math.Max(rn/(f.normA*xn+normB), rb/(f.normB*yb+normBt))
+		eta := math.Max(rn/(f.normA*xn+nb), rb/(f.normB*yb+nbt))
 		if math.IsNaN(rn) || math.IsNaN(xn) || math.IsNaN(rb) || math.IsNaN(yb) {
 			eta = math.NaN()
 		}
@@ -427,20 +427,24 @@ func (f *Factorization) condLocked() float64 {
 // factors these are, by the estimator Cond uses for A. GMRES-IR's
 // convergence depends on B's conditioning, not A's: a matrix whose rows
 // and columns are scaled by 10^±8 has κ(A) near 1e16 and the κ(B) of
-// the unscaled matrix. Not cached: it is read for the choice of factors
-// and when a solve fails.
+// the unscaled matrix. The estimate is not cached (it is read for the
+// choice of factors and when a solve fails, with the factors of the
+// time); ‖B‖₁ is, on first use.
 func (f *Factorization) condBLocked() float64 {
 	start := time.Now()
 	defer func() { f.cfg.stats.Host += time.Since(start) }()
 	n := f.n
-	col := make([]float64, n)
-	for i := range n {
-		for j, v := range f.b[i*n : (i+1)*n] {
-			col[j] += math.Abs(v)
+	if f.norm1B == 0 {
+		col := make([]float64, n)
+		for i := range n {
+			for j, v := range f.b[i*n : (i+1)*n] {
+				col[j] += math.Abs(v)
+			}
 		}
+		f.norm1B = slices.Max(col)
 	}
 	tmp := make([]float64, n)
-	k := slices.Max(col) * invNorm1(n, func(v []float64) { f.applyInv(v, tmp) }, func(v []float64) { f.applyInvT(v, tmp) })
+	k := f.norm1B * invNorm1(n, func(v []float64) { f.applyInv(v, tmp) }, func(v []float64) { f.applyInvT(v, tmp) })
 	if math.IsNaN(k) || k == 0 {
 		return math.Inf(1)
 	}

@@ -36,12 +36,13 @@ type Factorization struct {
 	normA  float64    // ‖A‖∞
 	normB  float64    // ‖B‖∞
 	norm1A float64    // ‖A‖₁
+	norm1B float64    // ‖B‖₁, 0 until condBLocked needs it
 	maxB   float64    // max|b_ij|
 	lu     []float64  // L (strictly lower, unit diagonal implied) and U, row-major
 	perm   []int      // row i of P·B is row perm[i] of B
 	mode   precision.Mode
 	eps    float64 // the factors' relative accuracy, about: 2⁻¹¹ (FP16), 4e-8 (Compensated)
-	cond   float64 // κ₁(A) estimate, 0 until computed
+	cond   float64 // κ₁(A) estimate of the current factors, 0 until computed
 	stats  Stats
 	closed bool
 	// upgraded: the FP16 factors were replaced by compensated ones (once).
@@ -63,10 +64,11 @@ type Factorization struct {
 //     resident on the device in fp16 for the whole factorization; with
 //     Precision Compensated (or Float64) it stays on the host in float64
 //     and the device computes each L₂₁·U₁₂ as a compensated product.
-//  3. With the default Precision, if the FP16 factors' condition estimate
-//     (Cond) says they cannot precondition (κ₁·2⁻¹¹ > fp16CondLimit), or
-//     the FP16 elimination meets an exactly zero pivot, the matrix is
-//     factored again with compensated products.
+//  3. With the default Precision, if the FP16 factors' condition
+//     estimates of A (Cond) and of the equilibrated B both say they cannot
+//     precondition (κ₁·2⁻¹¹ > fp16CondLimit), or the FP16 elimination
+//     meets an exactly zero pivot, the matrix is factored again with
+//     compensated products.
 //
 // Rows are never moved on the device: the pivot rows of each step are
 // gathered by a product (W·A with W = L₁₁⁻¹·S, S selecting the pivot
@@ -136,7 +138,6 @@ func factorize(fn string, cfg *config, a mat.Matrix) (*Factorization, error) {
 		if err := f.factorHost(fn, mode); err != nil {
 			return nil, err
 		}
-		f.cond = 0
 		f.condLocked()
 	}
 	cfg.stats.Mode = f.mode
@@ -542,13 +543,11 @@ func (f *Factorization) factorHost(fn string, mode precision.Mode) error {
 	}
 	f.assemble(lbuf)
 	f.mode = mode
-	switch {
-	case mode == precision.Float64:
+	f.cond = 0 // an estimate of the factors just replaced
+	// The narrow accumulator's 3-bit digits carry the same 30 bits.
+	f.eps = 40 * 0x1p-30
+	if mode == precision.Float64 {
 		f.eps = 0x1p-50
-	case cfg.wide:
-		f.eps = 40 * 0x1p-30
-	default:
-		f.eps = 40 * 0x1p-30
 	}
 	return nil
 }

@@ -169,7 +169,7 @@ func (p *luProgram) writeOps(fn string, inv []float64, panel []float32, rows []i
 	// each row of ops is written in runs. The tiles are split across
 	// cores: their rows, hence the columns they write, are disjoint.
 	tiles := (m - bw + opsTile - 1) / opsTile
-	parallel.Ranges(tiles, parts(m-bw, 2*bw), func(_, lo, hi int) {
+	parallel.Ranges(tiles, parallel.Parts(tiles, (m-bw)*2*bw, parallelMin), func(_, lo, hi int) {
 		tile := make([]uint16, opsTile*bw)
 		for k := lo; k < hi; k++ {
 			i0 := bw + k*opsTile
