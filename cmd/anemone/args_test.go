@@ -14,8 +14,8 @@ import (
 
 // TestOversizedSizesRefusedBeforeAllocating: a size past the target's
 // limits is a usage error that names the flag, returned at once. Lowering
-// builds constants of a vector's length before it checks the target, so
-// these once crashed the command (a 2⁴⁶-element ones vector for dot, the
+// built constants of a vector's length before it checked the target
+// (before e6a167c), so these once crashed the command (a 2⁴⁶-element ones vector for dot, the
 // m·k constant of matvec: "makeslice: len out of range", or the runtime
 // out of memory for sizes that fit the address space) or allocated
 // gigabytes before refusing (cgplain on a 16384² grid).

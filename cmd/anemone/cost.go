@@ -45,8 +45,9 @@ type costProgram struct {
 
 // gridInRow refuses an n×n grid whose vector [1, n²] is longer than the
 // target's row (stencil and cgplain lay the grid out in one row; the
-// solvers' programs keep it on its grid): lowering would refuse it only
-// after building constants of n² elements.
+// solvers' programs keep it on its grid), as a usage error that names -n
+// and its largest value; Lower would refuse the graph too (ErrUnsupported,
+// from its shapes).
 func gridInRow(p costParams) error {
 	if err := positive(size{"n", p.N}); err != nil {
 		return err

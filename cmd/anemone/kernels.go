@@ -11,8 +11,10 @@ import (
 
 // kernel builds a small graph that `anemone mil` lowers and prints (and
 // `anemone cost` prices) for target t. Sizes are checked before anything
-// is allocated: a vector longer than t.MaxSpatial is refused here, since
-// lowering would first build constants of its length.
+// is allocated, as usage errors that name their flag: a vector longer
+// than t.MaxSpatial (which Lower also refuses from the shapes, as
+// ErrUnsupported, but after matvec has built its m×k constant) and a
+// constant past the machine's memory.
 type kernel struct {
 	doc   string
 	build func(t lower.Target, m, k, n int) (*dataflow.Graph, error)
@@ -87,8 +89,8 @@ func positive(xs ...size) error {
 }
 
 // withinRow refuses a vector length past t's last-dimension limit (one
-// device row), which lowering would refuse only after building constants
-// of that length.
+// device row) as a usage error naming the flag; Lower would refuse the
+// graph too (ErrUnsupported, from its shapes), but only once it is built.
 func withinRow(t lower.Target, xs ...size) error {
 	for _, x := range xs {
 		if x.v > t.MaxSpatial {
