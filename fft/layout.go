@@ -3,6 +3,7 @@ package fft
 import (
 	"fmt"
 	"math"
+	"math/cmplx"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/fp16"
@@ -392,8 +393,8 @@ func (l *layout) verify(y []complex128, e int, sumY2 float64, ref checkSums) err
 		// of it (inputScale lets through every transform whose exact
 		// value is finite).
 		for k, v := range y {
-			if math.IsInf(real(v), 0) || math.IsInf(imag(v), 0) {
-				return fmt.Errorf("bin %d is %v: the transform lies within the rounding of this precision mode of float64's largest value %g and was rounded past it; scale the input down (by 2 suffices): %w", k, v, math.MaxFloat64, ErrRange)
+			if cmplx.IsInf(v) {
+				return fmt.Errorf("bin %d is %w", k, roundedPastMax("transform", v))
 			}
 		}
 	}
@@ -411,6 +412,14 @@ func (l *layout) verify(y []complex128, e int, sumY2 float64, ref checkSums) err
 		}
 	}
 	return nil
+}
+
+// roundedPastMax is the ErrRange of a result value v that rounding took
+// past float64's largest value (what names the result: "transform",
+// "inverse"); its text follows the value's position in the caller's
+// message.
+func roundedPastMax(what string, v complex128) error {
+	return fmt.Errorf("%v: the %s lies within the rounding of this precision mode of float64's largest value %g and was rounded past it; scale the input down (by 2 suffices): %w", v, what, math.MaxFloat64, ErrRange)
 }
 
 // checkBins are the two bins check recomputes: k, fixed but far from any

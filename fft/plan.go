@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"math/cmplx"
 	"reflect"
 	"strings"
 	"sync"
@@ -308,8 +309,8 @@ func (p *Plan) transform(what string, xs, into [][]complex128, inverse bool, cal
 		for b, y := range ys {
 			for i, v := range y {
 				y[i] = complex(real(v)*c, -imag(v)*c)
-				if math.IsInf(real(y[i]), 0) || math.IsInf(imag(y[i]), 0) {
-					return nil, fmt.Errorf("fft: %s: signal %d: value %d is %v: the inverse lies within the rounding of this precision mode of float64's largest value %g and was rounded past it; scale the input down (by 2 suffices): %w", what, b, i, y[i], math.MaxFloat64, ErrRange)
+				if cmplx.IsInf(y[i]) {
+					return nil, fmt.Errorf("fft: %s: signal %d: value %d is %w", what, b, i, roundedPastMax("inverse", y[i]))
 				}
 			}
 		}
@@ -403,57 +404,44 @@ func cachedPlan(what string, dims []int, s *Settings) (*Plan, func(), error) {
 // one dispatch of a plan kept in a package cache. See Plan.Forward for the
 // errors and the package documentation for the accuracy of each mode.
 func Forward(x []complex128, s *Settings) ([]complex128, error) {
-	resetStats(s)
-	if err := checkLen("Forward", len(x)); err != nil {
-		return nil, err
+	call := startStats(s)
+	p, release, err := plan1D("Forward", len(x), s)
+	return transformOnce("Forward", p, release, err, x, false, call)
+}
+
+// startStats is where a package function stores what its call cost:
+// s.Stats, or nil. It zeroes it at the start of the call, so that a call
+// that fails before it transforms reports nothing done rather than the
+// previous call's costs.
+func startStats(s *Settings) *Stats {
+	if s == nil || s.Stats == nil {
+		return nil
 	}
-	p, release, err := cachedPlan("Forward", []int{len(x)}, s)
+	*s.Stats = Stats{}
+	return s.Stats
+}
+
+// transformOnce is the rest of a package function's call once it has
+// looked up its plan (p, release and the lookup's error): one transform of
+// x, its cost stored in call.
+func transformOnce(what string, p *Plan, release func(), err error, x []complex128, inverse bool, call *Stats) ([]complex128, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	ys, err := p.transform("Forward", [][]complex128{x}, nil, false, callStats(s))
+	ys, err := p.transform(what, [][]complex128{x}, nil, inverse, call)
 	if err != nil {
 		return nil, err
 	}
 	return ys[0], nil
 }
 
-// resetStats zeroes s.Stats at the start of a package function's call, so
-// that a call that fails before it transforms reports nothing done rather
-// than the previous call's costs.
-func resetStats(s *Settings) {
-	if st := callStats(s); st != nil {
-		*st = Stats{}
-	}
-}
-
-// callStats is where a package function stores what its call cost: s.Stats,
-// or nil.
-func callStats(s *Settings) *Stats {
-	if s == nil {
-		return nil
-	}
-	return s.Stats
-}
-
 // Inverse returns the inverse DFT of y normalized by 1/n, so that
 // Inverse(Forward(x)) ≈ x.
 func Inverse(y []complex128, s *Settings) ([]complex128, error) {
-	resetStats(s)
-	if err := checkLen("Inverse", len(y)); err != nil {
-		return nil, err
-	}
-	p, release, err := cachedPlan("Inverse", []int{len(y)}, s)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	xs, err := p.transform("Inverse", [][]complex128{y}, nil, true, callStats(s))
-	if err != nil {
-		return nil, err
-	}
-	return xs[0], nil
+	call := startStats(s)
+	p, release, err := plan1D("Inverse", len(y), s)
+	return transformOnce("Inverse", p, release, err, y, true, call)
 }
 
 // RealForward returns the n/2+1 coefficients X_0 … X_⌊n/2⌋ of the DFT of
@@ -461,7 +449,7 @@ func Inverse(y []complex128, s *Settings) ([]complex128, error) {
 // follow from X_(n−k) = conj(X_k)). The device transforms x as a complex
 // sequence with zero imaginary parts.
 func RealForward(x []float64, s *Settings) ([]complex128, error) {
-	resetStats(s)
+	startStats(s) // zeroed, for a call that fails here
 	if err := checkLen("RealForward", len(x)); err != nil {
 		return nil, err
 	}
@@ -481,7 +469,7 @@ func RealForward(x []float64, s *Settings) ([]complex128, error) {
 // len(x)) ≈ x. len(c) must be n/2+1 (ErrShape); the imaginary parts of
 // c[0] and, for even n, c[n/2] are ignored, as gonum's FFT.Sequence does.
 func RealInverse(c []complex128, n int, s *Settings) ([]float64, error) {
-	resetStats(s)
+	startStats(s) // zeroed, for a call that fails here
 	if err := checkLen("RealInverse", n); err != nil {
 		return nil, err
 	}
@@ -515,34 +503,27 @@ func RealInverse(c []complex128, n int, s *Settings) ([]float64, error) {
 // dispatch. len(x) must be rows·cols (ErrShape); each dimension must be a
 // supported length and rows·cols ≤ MaxLen (ErrUnsupported).
 func Forward2D(x []complex128, rows, cols int, s *Settings) ([]complex128, error) {
-	resetStats(s)
+	call := startStats(s)
 	p, release, err := plan2D("Forward2D", len(x), rows, cols, s)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	ys, err := p.transform("Forward2D", [][]complex128{x}, nil, false, callStats(s))
-	if err != nil {
-		return nil, err
-	}
-	return ys[0], nil
+	return transformOnce("Forward2D", p, release, err, x, false, call)
 }
 
 // Inverse2D is the inverse of Forward2D, normalized by 1/(rows·cols).
 func Inverse2D(y []complex128, rows, cols int, s *Settings) ([]complex128, error) {
-	resetStats(s)
+	call := startStats(s)
 	p, release, err := plan2D("Inverse2D", len(y), rows, cols, s)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	xs, err := p.transform("Inverse2D", [][]complex128{y}, nil, true, callStats(s))
-	if err != nil {
-		return nil, err
-	}
-	return xs[0], nil
+	return transformOnce("Inverse2D", p, release, err, y, true, call)
 }
 
+// plan1D checks n and returns the package's plan for it (see cachedPlan).
+func plan1D(what string, n int, s *Settings) (*Plan, func(), error) {
+	if err := checkLen(what, n); err != nil {
+		return nil, nil, err
+	}
+	return cachedPlan(what, []int{n}, s)
+}
+
+// plan2D checks the shape and returns the package's plan for it.
 func plan2D(what string, n, rows, cols int, s *Settings) (*Plan, func(), error) {
 	if err := check2D(what, rows, cols); err != nil {
 		return nil, nil, err

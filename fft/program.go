@@ -3,11 +3,11 @@ package fft
 import (
 	"errors"
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"math"
 	"time"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/internal/parallel"
 	"github.com/anemone-go/anemone/lower"
@@ -174,8 +174,10 @@ func nextStage(g *dataflow.Graph, y dataflow.Value, s, n stage, limit int) dataf
 // inputScale returns the exponent e that puts the largest complex modulus
 // of x·2^e in [2^inExp, 2^(inExp+1)), and checks x: NaN or ±Inf, or a
 // transform times 2^post (the caller's unscaling, see program.run) that
-// would overflow float64, is ErrRange. An all-zero x gives ok == false.
-func (l *layout) inputScale(what string, x []complex128, post int) (e int, ok bool, err error) {
+// would overflow float64, is ErrRange, its message without the "fft: "
+// prefix and the caller's name (pack adds them, and the signal's index in
+// a batch). An all-zero x gives ok == false.
+func (l *layout) inputScale(x []complex128, post int) (e int, ok bool, err error) {
 	// The largest modulus is that of the element with the largest
 	// re² + im², found without a square root per element. Where the
 	// squares leave float64's range (or x holds NaN or ±Inf, which makes
@@ -211,7 +213,7 @@ func (l *layout) inputScale(what string, x []complex128, post int) (e int, ok bo
 		for i, v := range x {
 			re, im := real(v), imag(v)
 			if math.IsNaN(re) || math.IsNaN(im) || math.IsInf(re, 0) || math.IsInf(im, 0) {
-				return 0, false, fmt.Errorf("fft: %s: x[%d] = %v is not finite; remove NaN and ±Inf before transforming: %w", what, i, v, ErrRange)
+				return 0, false, fmt.Errorf("x[%d] = %v is not finite; remove NaN and ±Inf before transforming: %w", i, v, ErrRange)
 			}
 			m = max(m, math.Hypot(re, im))
 		}
@@ -220,7 +222,7 @@ func (l *layout) inputScale(what string, x []complex128, post int) (e int, ok bo
 		return 0, false, nil
 	}
 	if m > math.MaxFloat64/math.Ldexp(float64(l.total), post) {
-		return 0, false, fmt.Errorf("fft: %s: largest modulus %g times the length %d overflows float64, so no power-of-two scaling can return the transform; scale the input down: %w", what, m, l.total, ErrRange)
+		return 0, false, fmt.Errorf("largest modulus %g times the length %d overflows float64, so no power-of-two scaling can return the transform; scale the input down: %w", m, l.total, ErrRange)
 	}
 	_, p := math.Frexp(m) // m ∈ [2^(p−1), 2^p)
 	return l.inExp + 1 - p, true, nil
@@ -353,12 +355,12 @@ func (p *program) pack(what string, xs [][]complex128, dst []uint16, post int) (
 	}
 	half := func(v float32) uint16 { return uint16(fp16.FromFloat32(v)) } // v is an fp16 value
 	for b, x := range xs {
-		e, ok, err := l.inputScale(what, x, post)
+		e, ok, err := l.inputScale(x, post)
 		if err != nil {
-			if B > 1 { // say which signal (formatted on this path only)
-				_, _, err = l.inputScale(fmt.Sprintf("%s: signal %d", what, b), x, post)
+			if B > 1 { // say which signal
+				return nil, nil, nil, fmt.Errorf("fft: %s: signal %d: %w", what, b, err)
 			}
-			return nil, nil, nil, err
+			return nil, nil, nil, fmt.Errorf("fft: %s: %w", what, err)
 		}
 		exps[b], live[b] = e, ok
 		if !ok {

@@ -142,7 +142,7 @@ func TestCheckScaleFree(t *testing.T) {
 	for _, c := range []float64{1e-320, 1e-310, 1e-200, 1, 1e152, 1e200, 1e300} {
 		x := scaleSignal(base, c)
 		y := fourier.NewCmplxFFT(n).Coefficients(nil, x)
-		e, ok, err := l.inputScale("test", x, 0)
+		e, ok, err := l.inputScale(x, 0)
 		require.True(t, ok && err == nil, "c = %g: %v", c, err)
 		require.NoError(t, l.check(x, y, e), "c = %g: a correct transform", c)
 		zero := make([]complex128, n)
