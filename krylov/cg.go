@@ -137,7 +137,7 @@ func planCG(a Operator, set Settings) (*cgPlan, error) {
 			return nil, fmt.Errorf("krylov: CG needs a symmetric positive definite operator; the stencil is not symmetric: c[%d][%d] = %g but c[%d][%d] = %g (a symmetric stencil has c[i][j] = c[2−i][2−j]): use GMRES for a nonsymmetric operator: %w", i, j, st.c[i][j], 2-i, 2-j, st.c[2-i][2-j], ErrNotSPD)
 		}
 	case isDense:
-		if i, j, ok := d.symmetric(); !ok {
+		if i, j, ok := d.asymmetry(); !ok {
 			return nil, fmt.Errorf("krylov: CG needs a symmetric positive definite operator; the matrix is not symmetric: entry (%d, %d) is %g but (%d, %d) is %g (they may differ by %g of √(a_ii·a_jj)): use GMRES for a nonsymmetric matrix: %w", i, j, d.a[i*d.n+j], j, i, d.a[j*d.n+i], symmetryTol, ErrNotSPD)
 		}
 	}

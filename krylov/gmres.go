@@ -26,8 +26,8 @@ const (
 	// fp16 overflow on the device.
 	gmresMaxRetries = 8
 
-	// gmresImageFloor: when the device returns the images A·z_j (dense
-	// matrices in Compensated mode), they carry a relative error near 2⁻²²
+	// gmresImageFloor: when the device returns the images A·z_j (a dense
+	// matrix's Newton–Schulz preconditioner, see inverseGraph), they carry a relative error near 2⁻²²
 	// times ‖A‖‖z_j‖/‖A·z_j‖, so the cycle's least-squares residual is only
 	// an estimate below about that. A cycle ends once its estimate has
 	// fallen by this factor, and the next one starts from the float64

@@ -280,13 +280,15 @@ func nsInverseFor(dev shim.Device, d *denseOp, compensated bool, stats *Stats) (
 // inverseGraph builds one preconditioner dispatch for a dense matrix:
 // input "v" [1, n] with |v_i| ≤ 1, output "z" = 2^k·X·v (one fp16 matmul,
 // 2^k bringing ‖2^k·X‖∞ into [2¹², 2¹³) so that |z_i| < 2¹³). Then, in
-// both modes, z is divided by its largest entry on the device (the host
-// receives the quotient as "z"), and the outputs "w", "w_lo" hold B_s·z
-// as fp16 value and remainder, from the compensated product: the image
-// the Arnoldi process needs comes from the device, so the host keeps only
-// the bookkeeping. (Applying A on the host instead would cost an n²
-// float64 product per step, as much as the device's own work.) The modes
-// differ in the Newton–Schulz products that computed X.
+// both modes, where B_s has a compensated form and the row equilibration
+// lets the image through (imageOnDevice), z is divided by its largest
+// entry on the device (the host receives the quotient as "z"), and the
+// outputs "w", "w_lo" hold B_s·z as fp16 value and remainder, from the
+// compensated product: the image the Arnoldi process needs comes from the
+// device, so the host keeps only the bookkeeping. (Applying A on the host
+// instead costs an n² float64 product per step, as much as the device's
+// own work; it is what the program with "z" alone leaves to the host.)
+// The modes differ in the Newton–Schulz products that computed X.
 func inverseGraph(inv *nsInverse, compensated bool) (*dataflow.Graph, error) {
 	n := inv.b.n
 	k := 13 + pow2Exp(mat.Norm(inv.x, math.Inf(1)))

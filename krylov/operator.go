@@ -287,9 +287,10 @@ func (d *denseOp) blockedApply(g *dataflow.Graph, x dataflow.Value, scale, k int
 // Q·Λ·Qᵀ, say) stays far below.
 const symmetryTol = 1e-8
 
-// symmetric reports whether A is symmetric to symmetryTol, and if not an
-// entry (i, j) that is not, checked once per operator.
-func (d *denseOp) symmetric() (int, int, bool) {
+// asymmetry reports whether A is symmetric to symmetryTol, and if not the
+// first entry (i, j), i < j in row-major order, that is not (as
+// stencilOp.asymmetry does for a stencil), checked once per operator.
+func (d *denseOp) asymmetry() (int, int, bool) {
 	d.symCheck.Do(func() {
 		d.asymI, d.asymJ = -1, -1
 		n := d.n
