@@ -8,8 +8,8 @@ import (
 
 // balanceSpread is the spread, in binades, of the ratios between A's
 // column maxima and B's row maxima past which balance rescales them.
-// Products of ordinary data (within 2^±10 of balanced) are left as they
-// are, bit for bit.
+// Products of ordinary data (ratios spanning at most 2¹⁰ over the
+// contraction index) are left as they are, bit for bit.
 const balanceSpread = 10
 
 // balance returns A·D and D⁻¹·B for a diagonal D of powers of two that

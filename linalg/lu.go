@@ -374,7 +374,9 @@ func (f *Factorization) factorFP16(fn string) error {
 					r := fp16.Round32(v)
 					row[t], l[t] = r, float64(r)
 					if !last {
-						s += math.Abs(float64(r)) * wsum[t]
+						// Rounded before the sum, so arm64 does not fuse
+						// it into an FMA: g picks σ by its binade.
+						s += float64(math.Abs(float64(r)) * wsum[t])
 					}
 				}
 				lsum = math.Max(lsum, s)

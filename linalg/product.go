@@ -292,8 +292,8 @@ func productMode(m precision.Mode) precision.Mode {
 // ErrUnsupported. The errors are relative
 // to ‖A‖·‖B‖: a product that cancels heavily has a correspondingly larger
 // relative error. Column j of A and row j of B are first balanced by
-// powers of two when their scales differ by more than 2^±10 between
-// indices (A·B = (A·D)·(D⁻¹·B), exact), so A = G·D, B = D⁻¹·H with D
+// powers of two when the ratios of their largest entries span more than
+// 2¹⁰ over j (A·B = (A·D)·(D⁻¹·B), exact), so A = G·D, B = D⁻¹·H with D
 // spanning 1e-150 … 1e150 gives G·H to the mode's accuracy rather than
 // losing every term to the device's per-row and per-column scaling.
 // Inputs are not modified.
