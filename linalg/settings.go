@@ -219,10 +219,8 @@ func wrapDevice(fn string, err error) error {
 		return fmt.Errorf("linalg: %s: %w", fn, errors.Join(ErrRange, err))
 	case errors.Is(err, precision.ErrShape):
 		return fmt.Errorf("linalg: %s: %w", fn, errors.Join(ErrShape, err))
-	case errors.Is(err, lower.ErrUnsupported) || errors.Is(err, shim.ErrUnsupported) || errors.Is(err, precision.ErrInvalid):
-		return fmt.Errorf("linalg: %s: %w", fn, errors.Join(ErrUnsupported, err))
-	case errors.Is(err, shim.ErrBudget):
-		// The device's compile limit: its message says what to do.
+	case errors.Is(err, lower.ErrUnsupported) || errors.Is(err, shim.ErrUnsupported) || errors.Is(err, precision.ErrInvalid) ||
+		errors.Is(err, shim.ErrBudget): // the device's compile limit, whose message says what to do
 		return fmt.Errorf("linalg: %s: %w", fn, errors.Join(ErrUnsupported, err))
 	case errors.Is(err, shim.ErrClosed):
 		return fmt.Errorf("linalg: %s: the device (Settings.Device) is closed; pass an open one, or nil for the shared default: %w", fn, errors.Join(ErrInvalid, err))
