@@ -135,7 +135,7 @@ func (p *Plan) program(batch int) (*program, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, fmt.Errorf("fft: the plan is closed; make a new one with NewPlan: %w", shim.ErrClosed)
+		return nil, fmt.Errorf("fft: the plan is closed; make a new one with NewPlan or NewPlan2D: %w", shim.ErrClosed)
 	}
 	if pr, ok := p.progs[batch]; ok {
 		return pr, nil

@@ -27,7 +27,10 @@ type Stats struct {
 	// Host is the measured wall time of the calls outside the device's
 	// runs: scaling, fp16 conversion and its range check, reordering and
 	// the host's check of the result. On the simulator the simulation's
-	// own time is excluded, as the engine replaces it by ModeledTime.
+	// own time is excluded, as the engine replaces it by ModeledTime; so
+	// are a call's wait for another call's dispatch on the same plan (that
+	// call's time) and the building of a program for a new batch size
+	// (which ModeledCompile models).
 	Host time.Duration
 	// ModeledTotal is ModeledTime + ModeledCompile + Host.
 	ModeledTotal time.Duration
