@@ -381,3 +381,37 @@ func TestSelftestGuardedProbeSurvivesAPanic(t *testing.T) {
 	require.Equal(t, VerdictError, ps[0].Verdict)
 	require.Contains(t, ps[0].Error, "device misbehaved")
 }
+
+// TestModelDotNarrowCliff: the narrow model's K-term dot applies the
+// cliff to its fp16 running sum, as the simulator does, not to the last
+// partial sum before its rounding. 6 × 5460 by hand, rounding each
+// partial sum to fp16 (ties to even): 5460, 10920, 16380 → 16384 (a tie
+// at spacing 8), 21844 → 21840, 27300 → 27296, 32756 → 32752, which is
+// not above the cliff: finite 32752 (the model said +Inf). The wide
+// model's float32 sum is the exact 32760, above it: +Inf. The device
+// (each simulator, through a lowered matmul) agrees.
+func TestModelDotNarrowCliff(t *testing.T) {
+	const v, k = 5460, 6
+	for _, c := range []struct {
+		device string
+		want   float64
+	}{{"sim-narrow", 32752}, {"sim", math.Inf(1)}} {
+		dev, err := shim.Open(c.device)
+		require.NoError(t, err)
+		defer dev.Close()
+		e := &env{dev: dev, t: dev.Info().Target}
+		require.Equal(t, c.want, e.modelDot(v, k), c.device)
+
+		n := e.t.RowLength(1)
+		g := dataflow.New()
+		g.Output("z", g.MatMul(g.Input("x", dataflow.Shape{1, k}), g.Input("y", dataflow.Shape{k, n}), false, false))
+		prog, err := lower.Lower(g, e.t)
+		require.NoError(t, err)
+		cp := e.compile(prog)
+		require.NoError(t, cp.err)
+		out, err := cp.run([][]float32{fill(k, v), fill(k*n, 1)}, n)
+		cp.close()
+		require.NoError(t, err)
+		require.Equal(t, c.want, float64(out[0][0]), c.device)
+	}
+}
