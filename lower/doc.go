@@ -14,10 +14,13 @@
 //     operand → 1×1 conv, and a transpose that moves only unit dimensions →
 //     reshape.
 //  2. Check the legalized graph against the Target's limits (rank, spatial
-//     extent, conv kernel, channels, the weight file's exact size) and the
-//     capability registry, so that an op or size the target lacks fails
-//     here with ErrUnsupported, never at dispatch.
-//  3. Emit MIL: every program surface is an fp16 tensor in the canonical
+//     extent, conv kernel, channels) and the capability registry, so that
+//     an op or size the target lacks fails here with ErrUnsupported, never
+//     at dispatch. (The zero constants of a family's contraction padding
+//     are counted against the weight file as that pass builds them.)
+//  3. Emit MIL, once the weight file's exact size (header, every tensor
+//     constant, the zero rows that fill packed output surfaces) is known
+//     to be within the limit: every program surface is an fp16 tensor in the canonical
 //     layout [1, C, 1, S], S padded to the target's row alignment (64 bytes
 //     through M4, 128 on M5). On every hardware target and the simulator's
 //     the program binds one input and one output surface: the logical
