@@ -20,10 +20,11 @@
 //     are counted against the weight file as that pass builds them.)
 //  3. Emit MIL, once the weight file's exact size (header, every tensor
 //     constant, the zero rows that fill packed output surfaces) is known
-//     to be within the limit: every program surface is an fp16 tensor in the canonical
-//     layout [1, C, 1, S], S padded to the target's row alignment (64 bytes
-//     through M4, 128 on M5). On every hardware target and the simulator's
-//     the program binds one input and one output surface: the logical
+//     to be within the limit: every program surface is an fp16 tensor in
+//     the canonical layout [1, C, 1, S], S padded to the target's row
+//     alignment (64 bytes through M4, 128 on M5). On every hardware target
+//     and the simulator's the program binds one input and one output
+//     surface: the logical
 //     inputs are bands of its rows, sliced apart at channel offsets (never
 //     width offsets), and the outputs are stacked by binary concats, in
 //     the tree that copies the fewest elements (a large output joins the
