@@ -49,9 +49,10 @@ func lookup(name string) (Opener, bool) {
 // EnvDevice is the environment variable that picks the default device.
 const EnvDevice = "ANEMONE_DEVICE"
 
-// Open opens the named device: "ane", "sim" or "sim-narrow". The empty name
-// means $ANEMONE_DEVICE if set, otherwise the ANE when one is present and
-// the simulator when not. Asking for "ane" where there is none gives an
+// Open opens the named device, one of Registered(): "ane", "sim",
+// "sim-narrow" or a family's simulator, "sim-m1", "sim-m3", "sim-m5". The
+// empty name means $ANEMONE_DEVICE if set, otherwise the ANE when one is
+// present and the simulator when not. Asking for "ane" where there is none gives an
 // error wrapping ErrNoDevice. The device comes wrapped in a Cache.
 func Open(name string) (Device, error) {
 	if name == "" {

@@ -14,11 +14,19 @@ import (
 	"github.com/anemone-go/anemone/krylov"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
+	"github.com/anemone-go/anemone/shim/sim"
 )
 
-// familySimulator is the simulator whose target is each family's, for the
-// programs krylov lowers for a device.
-var familySimulator = map[string]string{"ane-m1": "sim-m1", "ane-m3": "sim-m3", "ane-m5": "sim-m5"}
+// familySimulator is the simulator whose target is each family's, by
+// target name, for the programs krylov lowers for a device: sim.Families
+// inverted.
+var familySimulator = func() map[string]string {
+	m := map[string]string{}
+	for name, t := range sim.Families {
+		m[t.Name] = name
+	}
+	return m
+}()
 
 // costFamilies are the ANE families `anemone cost` prices, in order.
 var costFamilies = []string{"ane-m1", "ane-m2", "ane-m3", "ane-m4", "ane-m5"}

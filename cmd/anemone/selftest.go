@@ -10,7 +10,6 @@ import (
 
 	"github.com/anemone-go/anemone/selftest"
 	"github.com/anemone-go/anemone/shim"
-	"github.com/anemone-go/anemone/shim/ane"
 )
 
 // cmdSelftest runs the selftest package's probes on the chosen device and
@@ -53,28 +52,19 @@ func cmdSelftest(args []string, w io.Writer) error {
 	return nil
 }
 
-// openSelftestDevice opens the named device, or $ANEMONE_DEVICE when name
-// is empty. With neither it takes the ANE when one is present and the
-// simulator otherwise, and says so.
+// openSelftestDevice opens the named device as shim.Open does: with no
+// name, $ANEMONE_DEVICE, and with neither the ANE when one is present and
+// the simulator otherwise, which it then says.
 func openSelftestDevice(name string) (shim.Device, string, error) {
-	if name == "" {
-		name = os.Getenv(shim.EnvDevice)
-	}
-	if name != "" {
-		dev, err := shim.Open(name)
-		if err != nil {
-			return nil, "", fmt.Errorf("selftest: %w (run without -device to use the simulator where there is no ANE)", err)
-		}
-		return dev, "", nil
-	}
-	if ane.Available() {
-		if dev, err := shim.Open("ane"); err == nil {
-			return dev, "", nil
-		}
-	}
-	dev, err := shim.Open("sim")
-	if err != nil {
+	chosen := name != "" || os.Getenv(shim.EnvDevice) != ""
+	dev, err := shim.Open(name)
+	switch {
+	case err != nil && chosen:
+		return nil, "", fmt.Errorf("selftest: %w (run without -device to use the simulator where there is no ANE)", err)
+	case err != nil:
 		return nil, "", err
+	case !chosen && !dev.Info().Hardware:
+		return dev, fmt.Sprintf("No Neural Engine on this machine (%s/%s): every probe ran on the simulator.", runtime.GOOS, runtime.GOARCH), nil
 	}
-	return dev, fmt.Sprintf("No Neural Engine on this machine (%s/%s): every probe ran on the simulator.", runtime.GOOS, runtime.GOARCH), nil
+	return dev, "", nil
 }
