@@ -1,11 +1,13 @@
 package fft
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"gonum.org/v1/gonum/dsp/fourier"
 
+	"github.com/anemone-go/anemone/internal/benchclaim"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
@@ -138,3 +140,40 @@ func BenchmarkGonumFFT16384(b *testing.B)       { benchGonum(b, 16384, 1) }
 func BenchmarkGonumFFT65536(b *testing.B)       { benchGonum(b, 65536, 1) }
 func BenchmarkGonumFFT262144(b *testing.B)      { benchGonum(b, 1<<18, 1) }
 func BenchmarkGonumFFTMany64x1024(b *testing.B) { benchGonum(b, 1024, 64) }
+
+// BenchmarkEndToEnd is the FFT rows of docs/RESULTS.md's end-to-end table
+// (internal/benchclaim): one FP16 transform into a reused result on the
+// simulator, its modeled M1 engine time and measured host time, alternated
+// with gonum's transform of the same signal; it fails where the table's
+// row disagrees.
+func BenchmarkEndToEnd(b *testing.B) {
+	for _, n := range []int{1024, 65536} {
+		b.Run(fmt.Sprintf("Forward%d", n), func(b *testing.B) {
+			dev, err := shim.Open("sim")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer dev.Close()
+			p, err := NewPlan(n, &Settings{Device: dev})
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := signals[0].gen(n, newRNG(0, uint64(n)))
+			dst, ref := make([]complex128, n), make([]complex128, n)
+			if _, err := p.ForwardTo(dst, x); err != nil { // compiles
+				b.Fatal(err)
+			}
+			compile := p.Stats().ModeledCompile
+			f := fourier.NewCmplxFFT(n)
+			benchclaim.Pair(b, fmt.Sprintf("FFT %d, FP16", n), "gonum", func() benchclaim.Run {
+				before := p.Stats()
+				if _, err := p.ForwardTo(dst, x); err != nil {
+					b.Fatal(err)
+				}
+				after := p.Stats()
+				return benchclaim.Run{Dispatches: after.Dispatches - before.Dispatches, Engine: after.ModeledTime - before.ModeledTime,
+					Host: after.Host - before.Host, Compile: compile}
+			}, func() { f.Coefficients(ref, x) })
+		})
+	}
+}

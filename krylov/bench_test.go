@@ -1,6 +1,7 @@
 package krylov
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/internal/benchclaim"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/reference"
 	"github.com/anemone-go/anemone/shim"
@@ -198,6 +200,18 @@ func reportUserTime(b *testing.B, first, res Result) {
 // with FastDiagonalization as float64 CG is set beside the default CG. It
 // checks its own residual and reports it.
 func benchReferenceFastPoisson(b *testing.B, n int) {
+	solve, check := fastPoisson(b, n)
+	for b.Loop() {
+		solve()
+	}
+	b.ReportMetric(check()*1e12, "residual-1e-12")
+}
+
+// fastPoisson returns the gonum-DST direct solve of Poisson n² with a
+// random right-hand side, and a check that returns its relative residual
+// and fails b above the solvers' 1e-10 (a direct solve's residual is
+// float64 rounding times κ, about 4e5 at 1024²).
+func fastPoisson(b *testing.B, n int) (solve func(), check func() float64) {
 	op := poisson(b, n, n)
 	st := op.(*stencilOp)
 	rhs := randVec(n*n, 1)
@@ -224,7 +238,7 @@ func benchReferenceFastPoisson(b *testing.B, n int) {
 			}
 		}
 	}
-	for b.Loop() {
+	solve = func() {
 		copy(x, rhs)
 		transform2D(x)
 		for j := range n {
@@ -234,14 +248,74 @@ func benchReferenceFastPoisson(b *testing.B, n int) {
 		}
 		transform2D(x)
 	}
-	b.ReportMetric(reference.RelResidual(hostOp{op}, x, rhs)*1e12, "residual-1e-12")
-	// A direct solve's residual is float64 rounding times κ (about 4e5 at
-	// 1024²): at most the solvers' 1e-10.
-	if r := reference.RelResidual(hostOp{op}, x, rhs); !(r <= 1e-10) {
-		b.Fatalf("fast Poisson residual %g", r)
+	check = func() float64 {
+		r := reference.RelResidual(hostOp{op}, x, rhs)
+		if !(r <= 1e-10) {
+			b.Fatalf("fast Poisson residual %g", r)
+		}
+		return r
 	}
+	return solve, check
 }
 
 func BenchmarkReferenceFastPoisson128(b *testing.B)  { benchReferenceFastPoisson(b, 128) }
 func BenchmarkReferenceFastPoisson512(b *testing.B)  { benchReferenceFastPoisson(b, 512) }
 func BenchmarkReferenceFastPoisson1024(b *testing.B) { benchReferenceFastPoisson(b, 1024) }
+
+// BenchmarkEndToEnd is the Krylov rows of docs/RESULTS.md's end-to-end
+// table (internal/benchclaim): each solve on the simulator, its modeled M1
+// engine time and measured host time, alternated with the best CPU method
+// for the same problem; it fails where the table's row disagrees.
+func BenchmarkEndToEnd(b *testing.B) {
+	for _, n := range []int{128, 512, 1024} {
+		b.Run(fmt.Sprintf("CG%d", n), func(b *testing.B) {
+			op := poisson(b, n, n)
+			pre, err := FastDiagonalization(op)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rhs := randVec(n*n, 1)
+			set := &Settings{Device: simDevice(b, "sim"), Precond: pre}
+			solve, check := fastPoisson(b, n)
+			pairSolve(b, fmt.Sprintf("CG to 1e-10, Poisson %d², default", n), "gonum-DST fast solver",
+				func() (Result, error) { return CG(op, rhs, set) }, solve)
+			check()
+		})
+	}
+	b.Run("GMRESConvDiff64", func(b *testing.B) {
+		const nx = 64
+		op, err := Stencil2D(nx, nx, gmresConvDiffStencil(nx, nx, 10))
+		if err != nil {
+			b.Fatal(err)
+		}
+		csr, err := reference.ConvectionDiffusion2D(nx, nx, 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rhs := gmresOnes(nx * nx)
+		set := &Settings{Device: simDevice(b, "sim"), Restart: 30}
+		pairSolve(b, "GMRES to 1e-10, conv–diffusion 64², Pe 10", "float64 GMRES(30)",
+			func() (Result, error) { return GMRES(op, rhs, set) },
+			func() {
+				if _, err := reference.GMRES(csr, rhs, reference.GMRESSettings{Tol: gmresTol, Restart: 30}); err != nil {
+					b.Fatal(err)
+				}
+			})
+	})
+}
+
+// pairSolve compiles by one solve, then pairs solve with cpu.
+func pairSolve(b *testing.B, problem, cpuName string, solve func() (Result, error), cpu func()) {
+	first, err := solve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchclaim.Pair(b, problem, cpuName, func() benchclaim.Run {
+		res, err := solve()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return benchclaim.Run{Dispatches: res.Dispatches, Engine: res.ModeledTime + res.ModeledSetup,
+			Host: res.Host + res.Build, Compile: first.ModeledCompile}
+	}, cpu)
+}

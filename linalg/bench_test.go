@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/anemone-go/anemone/fp16"
+	"github.com/anemone-go/anemone/internal/benchclaim"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/precision"
 	"github.com/anemone-go/anemone/shim"
-	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -113,63 +113,12 @@ func benchGonumMul(b *testing.B, n int) {
 	}
 }
 
-func benchSolve(b *testing.B, n int) {
-	a := randSVD(b, n, 1e4, uint64(n))
-	rhs := randn(newRNG(3), n, 1).RawMatrix().Data
-	dev := newProgramDevice(b)
-	var st Stats
-	for b.Loop() {
-		// NoCache: every iteration pays for its Newton–Schulz inverse.
-		if _, err := Solve(a, rhs, &Settings{Device: dev, Stats: &st}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportDevice(b, dev, &st)
-}
-
-func benchGonumSolve(b *testing.B, n int) {
-	a := randSVD(b, n, 1e4, uint64(n))
-	rhs := mat.NewVecDense(n, randn(newRNG(3), n, 1).RawMatrix().Data)
-	var x mat.VecDense
-	for b.Loop() {
-		var lu mat.LU
-		lu.Factorize(a)
-		if err := lu.SolveVecTo(&x, false, rhs); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// benchGonumSolveFactored times only the solve with a precomputed LU
-// factorization: the host baseline of a solve whose device inverse is
-// cached.
-func benchGonumSolveFactored(b *testing.B, n int) {
-	a := randSVD(b, n, 1e4, uint64(n))
-	rhs := mat.NewVecDense(n, randn(newRNG(3), n, 1).RawMatrix().Data)
-	var lu mat.LU
-	lu.Factorize(a)
-	var x mat.VecDense
-	for b.Loop() {
-		if err := lu.SolveVecTo(&x, false, rhs); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkMatMulFP1664(b *testing.B)          { benchMatMul(b, 64, precision.FP16) }
 func BenchmarkMatMulFP16128(b *testing.B)         { benchMatMul(b, 128, precision.FP16) }
 func BenchmarkMatMulCompensated64(b *testing.B)   { benchMatMul(b, 64, precision.Compensated) }
 func BenchmarkMatMulCompensated128(b *testing.B)  { benchMatMul(b, 128, precision.Compensated) }
 func BenchmarkGonumMul64(b *testing.B)            { benchGonumMul(b, 64) }
 func BenchmarkGonumMul128(b *testing.B)           { benchGonumMul(b, 128) }
-func BenchmarkGonumSolveFactored256(b *testing.B) { benchGonumSolveFactored(b, 256) }
-func BenchmarkGonumSolveFactored512(b *testing.B) { benchGonumSolveFactored(b, 512) }
-func BenchmarkGonumSolveFactored1024(b *testing.B) {
-	benchGonumSolveFactored(b, 1024)
-}
-func BenchmarkGonumSolveFactored2048(b *testing.B) {
-	benchGonumSolveFactored(b, 2048)
-}
 func BenchmarkMatMulFP16256(b *testing.B)         { benchMatMul(b, 256, precision.FP16) }
 func BenchmarkMatMulFP16512(b *testing.B)         { benchMatMul(b, 512, precision.FP16) }
 func BenchmarkMatMulFP161024(b *testing.B)        { benchMatMul(b, 1024, precision.FP16) }
@@ -183,95 +132,6 @@ func BenchmarkGonumMul256(b *testing.B)           { benchGonumMul(b, 256) }
 func BenchmarkGonumMul512(b *testing.B)           { benchGonumMul(b, 512) }
 func BenchmarkGonumMul1024(b *testing.B)          { benchGonumMul(b, 1024) }
 func BenchmarkGonumMul2048(b *testing.B)          { benchGonumMul(b, 2048) }
-func BenchmarkSolve256(b *testing.B)              { benchSolve(b, 256) }
-func BenchmarkSolve512(b *testing.B)              { benchSolve(b, 512) }
-func BenchmarkSolve1024(b *testing.B)             { benchSolve(b, 1024) }
-func BenchmarkSolve2048(b *testing.B)             { benchSolve(b, 2048) }
-func BenchmarkGonumSolve256(b *testing.B)         { benchGonumSolve(b, 256) }
-func BenchmarkGonumSolve512(b *testing.B)         { benchGonumSolve(b, 512) }
-func BenchmarkGonumSolve1024(b *testing.B)        { benchGonumSolve(b, 1024) }
-func BenchmarkGonumSolve2048(b *testing.B)        { benchGonumSolve(b, 2048) }
-
-// modeledDispatch builds (without running) the product of an n×n matrix
-// with cols columns in mode on a recording simulator and returns the
-// modeled engine time of one dispatch on ane-m1 and ane-m5.
-func modeledDispatch(t *testing.T, n, cols int, mode precision.Mode) (m1, m5 time.Duration) {
-	t.Helper()
-	d := &programDevice{Device: openDevice(t, "sim"), runs: map[string]int{}, prog: map[string]*lower.Program{}}
-	cfg, err := resolve("modeledDispatch", &Settings{Device: d})
-	require.NoError(t, err)
-	clear(d.prog)
-	pl, err := newPlan("modeledDispatch", cfg, randn(newRNG(uint64(n)), n, n), cols, mode)
-	require.NoError(t, err)
-	defer pl.close()
-	require.Len(t, d.prog, 1)
-	for _, p := range d.prog {
-		c1, err := lower.Estimate(p, "ane-m1")
-		require.NoError(t, err)
-		c5, err := lower.Estimate(p, "ane-m5")
-		require.NoError(t, err)
-		m1, m5 = c1.Time, c5.Time
-	}
-	return m1, m5
-}
-
-// TestModeledEngineTime prices what the simulator is too slow to run:
-// the modeled M1 and M5 engine time (lower.Estimate) of MatMul and Solve at
-// n = 64 … 2048, from the programs alone. MatMul is one dispatch at
-// every n (one band: n ≤ the spatial limit). Solve's dispatches are
-// counted by class — FP16 Newton–Schulz products, compensated ones, and
-// compensated n×1 refinement products — in a measured solve at n = 128
-// (RandSVD, κ = 1e4, as BenchmarkSolve), and priced at each n with those
-// counts. The count grows by about one Newton–Schulz step (two compensated
-// dispatches) per doubling of n — 75, 77, 79, 81 dispatches at n = 64 …
-// 512 (TestSolveTable, BenchmarkSolve) — so the Solve column, priced with
-// the counts of n = 128, runs low as n grows: against BenchmarkSolve's
-// measured M1 time it is 0.4 % low at 256 and 5 % at 512, and if every
-// added step is compensated, at most 6/39 ≈ 15 % at 1024 and 8/39 ≈ 20 %
-// at 2048. Long only (the 2048 programs take a while to build).
-func TestModeledEngineTime(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds 2048×2048 compensated programs")
-	}
-	// Count the solve's dispatches by class at n = 128.
-	const n0 = 128
-	d := &programDevice{Device: openDevice(t, "sim"), runs: map[string]int{}, prog: map[string]*lower.Program{}}
-	_, err := wideAccumulator(d)
-	require.NoError(t, err)
-	clear(d.runs)
-	clear(d.prog)
-	a := randSVD(t, n0, 1e4, n0)
-	var st Stats
-	_, err = Solve(a, randn(newRNG(3), n0, 1).RawMatrix().Data, &Settings{Device: d, Stats: &st})
-	require.NoError(t, err)
-	var fp16, comp, refine int
-	for h, runs := range d.runs {
-		c, err := lower.Estimate(d.prog[h], "ane-m1")
-		require.NoError(t, err)
-		// In units of one plain n×n×n pass: FP16 ≈ 1, compensated ≈ 35,
-		// a compensated n×1 refinement product ≈ 35/n (< ½ at n = 128).
-		work := float64(c.Flops) / (2 * n0 * n0 * n0)
-		switch {
-		case work < 0.5:
-			refine += runs
-		case work < 2:
-			fp16 += runs
-		default:
-			comp += runs
-		}
-	}
-	require.Equal(t, st.Dispatches, fp16+comp+refine)
-	t.Logf("solve at n = %d, κ = 1e4: %d dispatches = %d FP16 + %d compensated Newton–Schulz products + %d refinements", n0, st.Dispatches, fp16, comp, refine)
-	t.Logf("| n | MatMul FP16 M1 / M5 | MatMul Compensated M1 / M5 | Solve (%d dispatches) M1 / M5 | cached Solve (%d refinements) M1 / M5 |", st.Dispatches, refine)
-	for _, n := range []int{64, 128, 256, 512, 1024, 2048} {
-		f1, f5 := modeledDispatch(t, n, n, precision.FP16)
-		c1, c5 := modeledDispatch(t, n, n, precision.Compensated)
-		r1, r5 := modeledDispatch(t, n, 1, precision.Compensated)
-		s1 := time.Duration(fp16)*f1 + time.Duration(comp)*c1 + time.Duration(refine)*r1
-		s5 := time.Duration(fp16)*f5 + time.Duration(comp)*c5 + time.Duration(refine)*r5
-		t.Logf("| %d | %v / %v | %v / %v | %v / %v | %v / %v |", n, f1, f5, c1, c5, s1, s5, time.Duration(refine)*r1, time.Duration(refine)*r5)
-	}
-}
 
 // benchFactorizeSolve is the end-to-end solve of one RandSVD system (κ₂ =
 // 1e2, where FP16 factors suffice at every n; at κ₂ = 1e4 and n ≥ 1024 the
@@ -447,6 +307,72 @@ func BenchmarkMatVecPrecision(b *testing.B) {
 					blas32.Vector{N: n, Inc: 1, Data: x32}, 0, blas32.Vector{N: n, Inc: 1, Data: y32})
 			}
 			perEntry(b)
+		})
+	}
+}
+
+// BenchmarkEndToEnd is the linalg rows of docs/RESULTS.md's end-to-end
+// table (internal/benchclaim), alternated with gonum on the same data; it
+// fails where the table's row disagrees. FactorizeSolve: Factorize + one
+// Solve of a RandSVD system (κ₂ = 1e2, as benchFactorizeSolve) with a
+// fresh Factorization each call on one simulator (the first call compiles
+// the program; the rest find it compiled), against gonum's LU
+// factorization and solve. MatMul: one n×n×n product, against gonum's
+// Mul. A first call, before the pairs, compiles.
+func BenchmarkEndToEnd(b *testing.B) {
+	for _, n := range []int{256, 512, 1024, 2048, 4096} {
+		b.Run(fmt.Sprintf("FactorizeSolve%d", n), func(b *testing.B) {
+			if n > 2048 && testing.Short() {
+				b.Skip("4096 is in the full benchmark only")
+			}
+			a := randSVD(b, n, 1e2, uint64(n))
+			rhs := randn(newRNG(3), n, 1).RawMatrix().Data
+			dev := openDevice(b, "sim")
+			solve := func() Stats {
+				f, err := Factorize(a, &Settings{Device: dev})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := f.Solve(rhs); err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				return f.Stats()
+			}
+			compile := solve().ModeledCompile
+			rv := mat.NewVecDense(n, rhs)
+			var x mat.VecDense
+			benchclaim.Pair(b, fmt.Sprintf("Factorize + Solve %d, κ = 1e2", n), "gonum LU solve", func() benchclaim.Run {
+				st := solve()
+				return benchclaim.Run{Dispatches: st.Dispatches, Engine: st.ModeledTime, Host: st.Host + st.Build, Compile: compile}
+			}, func() {
+				var lu mat.LU
+				lu.Factorize(a)
+				if err := lu.SolveVecTo(&x, false, rv); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+	for _, mode := range []precision.Mode{precision.FP16, precision.Compensated} {
+		b.Run(fmt.Sprintf("MatMul%v1024", mode), func(b *testing.B) {
+			const n = 1024
+			rng := newRNG(uint64(n))
+			x, y := randn(rng, n, n), randn(rng, n, n)
+			dev := openDevice(b, "sim")
+			mul := func() Stats {
+				var st Stats
+				if _, err := MatMul(x, y, &Settings{Device: dev, Precision: mode, Stats: &st}); err != nil {
+					b.Fatal(err)
+				}
+				return st
+			}
+			compile := mul().ModeledCompile
+			var c mat.Dense
+			benchclaim.Pair(b, fmt.Sprintf("MatMul 1024³, %v", mode), "gonum Mul", func() benchclaim.Run {
+				st := mul()
+				return benchclaim.Run{Dispatches: st.Dispatches, Engine: st.ModeledTime, Host: st.Host + st.Build, Compile: compile}
+			}, func() { c.Mul(x, y) })
 		})
 	}
 }

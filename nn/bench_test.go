@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/internal/benchclaim"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/nn"
 	"github.com/anemone-go/anemone/shim"
@@ -168,3 +169,34 @@ func BenchmarkLowerResNet18224(b *testing.B)   { benchLower(b, benchResNet) }
 func BenchmarkForwardMiniLM128(b *testing.B)   { benchForward(b, benchMiniLM) }
 func BenchmarkEvalMiniLM128(b *testing.B)      { benchEval(b, benchMiniLM) }
 func BenchmarkLowerMiniLM128(b *testing.B)     { benchLower(b, benchMiniLM) }
+
+// BenchmarkEndToEnd is the nn row of docs/RESULTS.md's end-to-end table
+// (internal/benchclaim): the small CNN's forward on the simulator, its
+// modeled M1 engine time and measured host time, alternated with the
+// float64 evaluation of the same graph (dataflow.Eval: Go has no CPU
+// framework to set beside it); it fails where the table's row disagrees.
+func BenchmarkEndToEnd(b *testing.B) {
+	b.Run("ForwardCNN32", func(b *testing.B) {
+		g, inputs := benchCNN.get(b)
+		dev, err := shim.Open("sim")
+		require.NoError(b, err)
+		defer dev.Close()
+		model, err := nn.Compile(g, &nn.Settings{Device: dev})
+		require.NoError(b, err)
+		defer model.Close()
+		compile := model.Stats().ModeledCompile
+		benchclaim.Pair(b, "CNN forward, 3×32×32", "float64 evaluation", func() benchclaim.Run {
+			before := model.Stats()
+			if _, err := model.Run(inputs); err != nil {
+				b.Fatal(err)
+			}
+			after := model.Stats()
+			return benchclaim.Run{Dispatches: after.Dispatches - before.Dispatches, Engine: after.ModeledTime - before.ModeledTime,
+				Host: after.Host - before.Host, Compile: compile}
+		}, func() {
+			if _, err := dataflow.Eval(g, inputs); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anemone-go/anemone/internal/benchclaim"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -53,6 +54,19 @@ func BenchmarkStepMLP512(b *testing.B) {
 // cross-entropy, backward and Adam for the same network and batch in
 // float64, the products by gonum's Dgemm (which uses every core).
 func BenchmarkGonumStepMLP512(b *testing.B) {
+	step, loss := gonumStepMLP512()
+	start := time.Now()
+	for b.Loop() {
+		step()
+	}
+	if l := loss(); !(l > 0) || math.IsInf(l, 0) {
+		b.Fatalf("loss %g", l)
+	}
+	b.ReportMetric(time.Since(start).Seconds()*1e3/float64(b.N), "ms/step")
+}
+
+// gonumStepMLP512 returns the baseline's step and the last step's loss.
+func gonumStepMLP512() (step func(), loss func() float64) {
 	const B, in, hid, out = 128, 784, 512, 10
 	rng := rand.New(rand.NewPCG(1, 2))
 	batch := digits(rng, B, in, out)
@@ -77,11 +91,10 @@ func BenchmarkGonumStepMLP512(b *testing.B) {
 	gen := func(r, c int, d []float64) blas64.General {
 		return blas64.General{Rows: r, Cols: c, Stride: c, Data: d}
 	}
-	step := 0
-	var loss float64
-	start := time.Now()
-	for b.Loop() {
-		step++
+	t := 0
+	var last float64
+	step = func() {
+		t++
 		// Forward: h = relu(x·W1ᵀ + b1), logits = h·W2ᵀ + b2.
 		for i := range B {
 			copy(h[i*hid:(i+1)*hid], b1)
@@ -93,7 +106,7 @@ func BenchmarkGonumStepMLP512(b *testing.B) {
 		}
 		blas64.Gemm(blas.NoTrans, blas.Trans, 1, gen(B, hid, h), gen(out, hid, w2), 1, gen(B, out, logits))
 		// Softmax cross-entropy, mean over the batch; logits becomes dL/dlogits.
-		loss = 0
+		last = 0
 		for i := range B {
 			row, y := logits[i*out:(i+1)*out], batch.Y[i*out:(i+1)*out]
 			mx := row[0]
@@ -108,12 +121,12 @@ func BenchmarkGonumStepMLP512(b *testing.B) {
 			for j := range row {
 				p := row[j] / s
 				if y[j] > 0 {
-					loss -= y[j] * math.Log(p)
+					last -= y[j] * math.Log(p)
 				}
 				row[j] = (p - y[j]) / B
 			}
 		}
-		loss /= B
+		last /= B
 		// Backward.
 		blas64.Gemm(blas.Trans, blas.NoTrans, 1, gen(B, out, logits), gen(B, hid, h), 0, gen(out, hid, gw2))
 		clear(gb2)
@@ -136,7 +149,7 @@ func BenchmarkGonumStepMLP512(b *testing.B) {
 			}
 		}
 		// Adam, lr 1e-3, β = (0.9, 0.999), ε = 1e-8.
-		c1, c2 := 1-math.Pow(0.9, float64(step)), 1-math.Pow(0.999, float64(step))
+		c1, c2 := 1-math.Pow(0.9, float64(t)), 1-math.Pow(0.999, float64(t))
 		for k, p := range params {
 			g, m, v := grads[k], m1[k], m2[k]
 			for i := range p {
@@ -146,8 +159,44 @@ func BenchmarkGonumStepMLP512(b *testing.B) {
 			}
 		}
 	}
-	if !(loss > 0) || math.IsInf(loss, 0) {
-		b.Fatalf("loss %g", loss)
-	}
-	b.ReportMetric(time.Since(start).Seconds()*1e3/float64(step), "ms/step")
+	return step, func() float64 { return last }
+}
+
+// BenchmarkEndToEnd is the training row of docs/RESULTS.md's end-to-end
+// table (internal/benchclaim): one BenchmarkStepMLP512 step on the
+// simulator, its modeled M1 engine time (Trainer.ModeledStep) and measured
+// host time, alternated with the same step in float64 with gonum's BLAS;
+// it fails where the table's row disagrees.
+func BenchmarkEndToEnd(b *testing.B) {
+	b.Run("StepMLP512", func(b *testing.B) {
+		mlp := MLP{Sizes: []int{784, 512, 10}}
+		cfg := Config{Network: mlp.Network(), Weights: mlp.Init(1), Batch: 128, Loss: SoftmaxCrossEntropy,
+			Optimizer: Adam{LR: 1e-3}, Update: Compensated}
+		tr, err := New(cfg, open(b, "sim"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tr.Close()
+		batch := digits(rand.New(rand.NewPCG(1, 2)), 128, 784, 10)
+		if _, err := tr.Step(batch); err != nil {
+			b.Fatal(err)
+		}
+		c, err := tr.ModeledStep("ane-m1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		compile := tr.ModeledCompile()
+		step, loss := gonumStepMLP512()
+		benchclaim.Pair(b, "Training step, MLP 784-512-10, batch 128, Adam", "gonum float64 step", func() benchclaim.Run {
+			before := tr.Stats()
+			if _, err := tr.Step(batch); err != nil {
+				b.Fatal(err)
+			}
+			after := tr.Stats()
+			return benchclaim.Run{Dispatches: after.Steps - before.Steps, Engine: c.Time, Host: after.Host - before.Host, Compile: compile}
+		}, step)
+		if l := loss(); !(l > 0) || math.IsInf(l, 0) {
+			b.Fatalf("gonum step's loss %g", l)
+		}
+	})
 }
