@@ -158,7 +158,7 @@ func cmdSolve(args []string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%s %s %d×%d on %s: converged %v, relative residual %.3e after %d dispatches (%d iterations)\n",
 		method, problem, *n, *n, dev.Info().Name, res.Converged, res.Residual, res.Dispatches, res.Iterations)
-	fmt.Fprintf(w, "time: build %v, device %v, host %v\n", res.Build.Round(time.Millisecond), res.Device.Round(time.Millisecond), res.Host.Round(time.Millisecond))
+	fmt.Fprintf(w, "time: build %v, device %v, host %v\n", res.Build.Round(time.Microsecond), res.Device.Round(time.Microsecond), res.Host.Round(time.Microsecond))
 	if res.Dispatches > 0 {
 		family := dev.Info().Target.Name
 		if family == "sim" {

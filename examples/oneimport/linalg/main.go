@@ -12,6 +12,7 @@ import (
 	"log"
 	"math"
 	"os"
+	"time"
 
 	"github.com/anemone-go/anemone/linalg"
 	"gonum.org/v1/gonum/mat"
@@ -50,6 +51,10 @@ func run(w io.Writer) (float64, error) {
 	for i := range x {
 		worst = math.Max(worst, math.Abs(x[i]-want[i]))
 	}
-	fmt.Fprintf(w, "x = %.15g\nlargest error %.3g after %d dispatches (modeled end to end: %v)\n", x, worst, st.Dispatches, st.ModeledTotal)
+	unit := "dispatches"
+	if st.Dispatches == 1 {
+		unit = "dispatch"
+	}
+	fmt.Fprintf(w, "x = %.15g\nlargest error %.3g after %d %s (modeled end to end: %v)\n", x, worst, st.Dispatches, unit, st.ModeledTotal.Round(time.Microsecond))
 	return worst, nil
 }

@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"time"
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/nn"
@@ -58,6 +59,6 @@ func run(w io.Writer) (float64, error) {
 		scale = math.Max(scale, math.Abs(want[i]))
 	}
 	st := m.Stats()
-	fmt.Fprintf(w, "logits %.4g\nlargest difference from float64: %.2g of the largest logit; modeled end to end %v\n", got, diff/scale, st.ModeledTotal)
+	fmt.Fprintf(w, "logits %.4g\nlargest difference from float64: %.2g of the largest logit; modeled end to end %v\n", got, diff/scale, st.ModeledTotal.Round(time.Microsecond))
 	return diff / scale, nil
 }
