@@ -14,8 +14,11 @@
 // The facts are reports, not laws: each carries its source in
 // docs/ENGINE.md, and a family's value is what was measured on that
 // family. Where families disagree, Strict (the simulator's default target)
-// takes the strictest of them, so a program that meets Strict meets every
-// family.
+// takes the strictest of the rules that refuse a program (limits,
+// alignment, the surface minimum), so a program that meets Strict compiles
+// on every family; the rules that change results instead (InnerMultiple,
+// Rounding, FlushSubnormalProducts, PartialSumZero) are each family's, and
+// a program is lowered for the family it runs on.
 //
 // Invariants:
 //   - A Target's limits are inclusive maxima per axis of a [1, C, H, W]

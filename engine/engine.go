@@ -191,7 +191,7 @@ var (
 	// programs (InnerMultiple, Rounding, FlushSubnormalProducts,
 	// PartialSumZero) belong to the family variants.
 	Strict = Target{Name: "sim", Opset: "ios18", MaxRank: 5, MaxSpatial: RowLimit, MaxChannels: ChannelLimit, MaxKernel: 13, RowAlign: 32, MinRow: 32,
-		PackedIO: true, WidthSliceClamp: true, CompileBudget: CompileBudget}
+		PackedIO: true, WidthSliceClamp: true, MinSurfaceBytes: surfaceMin, CompileBudget: CompileBudget}
 )
 
 // surfaceMin is the smallest surface reported to evaluate: about 49 KB

@@ -529,7 +529,7 @@ func TestEstimateErrors(t *testing.T) {
 // output's name, so the program and its cost hold no identity reshape.
 func TestOutputInSurfaceLayoutHasNoCopy(t *testing.T) {
 	g := dataflow.New()
-	x := g.Input("x", dataflow.Shape{1, 64, 1, 32})
+	x := g.Input("x", dataflow.Shape{1, 64, 1, 384}) // 64·384·2 bytes: the surface minimum, no padding
 	w := g.Const("w", dataflow.Shape{64, 64, 1, 1}, ramp(64*64))
 	y := g.Conv2D(x, w, dataflow.Conv2DOptions{})
 	g.Output("y", g.Relu(y))

@@ -80,12 +80,12 @@ func legalizeFor(g *dataflow.Graph, t Target) (*dataflow.Graph, error) {
 	return g, nil
 }
 
-// surfaceShape sizes a packed surface of rows rows of stride elements to
+// SurfaceShape sizes a packed surface of rows rows of stride elements to
 // at least t.MinSurfaceBytes (smaller surfaces are reported to fail to
 // evaluate): it widens the rows first, within the spatial limit and the
 // row alignment, and adds rows only past that. It returns the surface's
 // rows and stride.
-func surfaceShape(t Target, rows, stride int) (int, int) {
+func SurfaceShape(t Target, rows, stride int) (int, int) {
 	if t.MinSurfaceBytes <= 0 || 2*rows*stride >= t.MinSurfaceBytes {
 		return rows, stride
 	}

@@ -86,10 +86,14 @@ func TestLintRules(t *testing.T) {
 		{"empty", []string{"x"}, "", []string{"x"}, nil, "no compute op"},
 		{"output_is_input", []string{"x"}, relu, []string{"x"}, nil, "is an input"},
 	}
+	// The cases' one-row surfaces are far below the simulator's minimum
+	// size, checked last; the other rules are checked without it.
+	rules := TargetSim
+	rules.MinSurfaceBytes = 0
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := lintProgram(t, c.inputs, c.body, c.outputs, c.blob)
-			err := Lint(p, TargetSim)
+			err := Lint(p, rules)
 			if c.want == "" {
 				require.NoError(t, err)
 				return
@@ -99,8 +103,11 @@ func TestLintRules(t *testing.T) {
 			require.Contains(t, err.Error(), c.want)
 		})
 	}
+	err := Lint(lintProgram(t, []string{"x"}, relu, []string{"y"}, nil), TargetSim)
+	require.ErrorIs(t, err, ErrLint)
+	require.ErrorContains(t, err, `surface "x" of shape [1 1 1 32] holds 64 bytes; target sim's surfaces need at least 49152`)
 	// Several surfaces are fine where the target does not pack.
-	loose := TargetSim
+	loose := rules
 	loose.PackedIO = false
 	p := lintProgram(t, []string{"x", "x2"}, relu, []string{"y"}, nil)
 	require.NoError(t, Lint(p, loose))

@@ -120,13 +120,19 @@ func rowsOf(shape dataflow.Shape) (rows, rowLen int) {
 
 // layout gives each logical tensor its band. Without packing every tensor
 // is a surface of its own; with packing they are stacked along the
-// channel axis of one surface whose stride fits the longest row.
+// channel axis of one surface whose stride fits the longest row. Either
+// way every surface is sized to the target's minimum (SurfaceShape).
 func layout(t Target, specs []IOSpec, packed bool, kind string) ([]IOSpec, []Surface, error) {
 	if !packed {
 		surf := make([]Surface, len(specs))
 		for i := range specs {
+			rows, stride := SurfaceShape(t, specs[i].Rows(), specs[i].Stride())
+			if rows > t.MaxChannels {
+				return nil, nil, fmt.Errorf("lower: the %s surface of %q needs %d rows to reach target %s's minimum of %d bytes, over its channel limit of %d: %w", kind, specs[i].Name, rows, t.Name, t.MinSurfaceBytes, t.MaxChannels, ErrUnsupported)
+			}
+			specs[i].DeviceShape[3] = stride
 			specs[i].Surface = i
-			surf[i] = Surface{Name: specs[i].Name, Shape: append([]int{}, specs[i].DeviceShape...)}
+			surf[i] = Surface{Name: specs[i].Name, Shape: []int{1, rows, 1, stride}}
 		}
 		return specs, surf, nil
 	}
@@ -141,7 +147,7 @@ func layout(t Target, specs []IOSpec, packed bool, kind string) ([]IOSpec, []Sur
 	if rows > t.MaxChannels {
 		return nil, nil, fmt.Errorf("lower: the %ss need %d device rows together, over target %s's channel limit of %d: %w", kind, rows, t.Name, t.MaxChannels, ErrUnsupported)
 	}
-	rows, stride = surfaceShape(t, rows, stride)
+	rows, stride = SurfaceShape(t, rows, stride)
 	if rows > t.MaxChannels {
 		return nil, nil, fmt.Errorf("lower: the %s surface needs %d rows to reach target %s's minimum of %d bytes, over its channel limit of %d: %w", kind, rows, t.Name, t.MinSurfaceBytes, t.MaxChannels, ErrUnsupported)
 	}

@@ -79,14 +79,15 @@ func TestLowerEveryOpRoundTrips(t *testing.T) {
 		require.Contains(t, text, want)
 	}
 	// I/O signature: the packed target stacks the inputs as bands of one
-	// surface whose stride fits the longest padded row (64), and the
-	// outputs likewise.
+	// surface whose stride fits the longest padded row (64), widened until
+	// its 40 rows reach the 49152-byte minimum: ⌈49152/(2·40)⌉ = 615
+	// elements, 640 at the 32-element row alignment. The outputs likewise.
 	require.Equal(t, []IOSpec{
-		{Name: "x", Shape: []int{3, 40}, DeviceShape: []int{1, 3, 1, 64}, Channel: 0},
-		{Name: "y", Shape: []int{1, 40}, DeviceShape: []int{1, 1, 1, 64}, Channel: 3},
-		{Name: "img", Shape: []int{1, 4, 9, 11}, DeviceShape: []int{1, 36, 1, 64}, Channel: 4},
+		{Name: "x", Shape: []int{3, 40}, DeviceShape: []int{1, 3, 1, 640}, Channel: 0},
+		{Name: "y", Shape: []int{1, 40}, DeviceShape: []int{1, 1, 1, 640}, Channel: 3},
+		{Name: "img", Shape: []int{1, 4, 9, 11}, DeviceShape: []int{1, 36, 1, 640}, Channel: 4},
 	}, p.Inputs)
-	require.Equal(t, []Surface{{Name: "input", Shape: []int{1, 40, 1, 64}}}, p.InputSurfaces)
+	require.Equal(t, []Surface{{Name: "input", Shape: []int{1, 40, 1, 640}}}, p.InputSurfaces)
 	require.Len(t, p.OutputSurfaces, 1)
 	require.Equal(t, "mean", p.Outputs[1].Name)
 	fn := parsed.Functions[0]
@@ -103,9 +104,16 @@ func TestLowerEveryOpRoundTrips(t *testing.T) {
 	require.NotContains(t, text, "interleave = cat_interleave, values = (cat_l", "no concat of more than two")
 
 	// Unpacked (a target without PackedIO): a surface per tensor, each
-	// padded to its own row length.
+	// padded to its own row length and sized to the minimum (the lint in
+	// Lower checks it); without a minimum, no wider.
 	loose := TargetSim
 	loose.PackedIO = false
+	p, err = Lower(everyOp(t), loose)
+	require.NoError(t, err)
+	for _, s := range append(append([]Surface{}, p.InputSurfaces...), p.OutputSurfaces...) {
+		require.GreaterOrEqual(t, 2*s.Size(), loose.MinSurfaceBytes, "%v", s.Shape)
+	}
+	loose.MinSurfaceBytes = 0
 	p, err = Lower(everyOp(t), loose)
 	require.NoError(t, err)
 	require.Equal(t, []IOSpec{
@@ -416,13 +424,16 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(p.Inputs[0].DeviceShape, p.Outputs[0].DeviceShape)
+	// The 40-element row is padded to the spatial limit, 16384, and the
+	// surface given a second row of zeros, so that it reaches the
+	// engine's 49152-byte minimum.
+	fmt.Println(p.Inputs[0].DeviceShape, p.InputSurfaces[0].Shape, p.OutputSurfaces[0].Shape)
 	for _, line := range strings.Split(string(p.MIL), "\n") {
 		if strings.Contains(line, "relu(") {
 			fmt.Println(strings.TrimSpace(line))
 		}
 	}
 	// Output:
-	// [1 1 1 64] [1 1 1 64]
+	// [1 1 1 16384] [1 2 1 16384] [1 2 1 16384]
 	// tensor<fp16, [1, 40]> v1 = relu(x = x)[name = string("v1")];
 }

@@ -74,13 +74,7 @@ func benchSkip(b *testing.B, m *benchModel) {
 // of the first Compile beside it. The simulator's own time is ns/op.
 func benchForward(b *testing.B, m *benchModel) {
 	benchSkip(b, m)
-	g, inputs := m.get(b)
-	dev, err := shim.Open("sim")
-	require.NoError(b, err)
-	defer dev.Close()
-	model, err := nn.Compile(g, &nn.Settings{Device: dev})
-	require.NoError(b, err)
-	defer model.Close()
+	model, _, inputs := compileBench(b, m)
 	first := model.Stats()
 	b.ResetTimer()
 	for b.Loop() {
@@ -95,6 +89,19 @@ func benchForward(b *testing.B, m *benchModel) {
 	b.ReportMetric(first.ModeledCompile.Seconds()*1e3, "modeled-compile-ms")
 	b.ReportMetric(ms(st.Host.Seconds()), "host-ms")
 	b.ReportMetric(ms((st.ModeledTime + st.Host).Seconds()), "modeled-total-ms")
+}
+
+// compileBench compiles m on a fresh simulator, closed with the model at
+// the end of b.
+func compileBench(b *testing.B, m *benchModel) (*nn.Model, *dataflow.Graph, map[string][]float64) {
+	g, inputs := m.get(b)
+	dev, err := shim.Open("sim")
+	require.NoError(b, err)
+	b.Cleanup(func() { dev.Close() })
+	model, err := nn.Compile(g, &nn.Settings{Device: dev})
+	require.NoError(b, err)
+	b.Cleanup(func() { model.Close() })
+	return model, g, inputs
 }
 
 func benchEval(b *testing.B, m *benchModel) {
@@ -177,13 +184,7 @@ func BenchmarkLowerMiniLM128(b *testing.B)     { benchLower(b, benchMiniLM) }
 // framework to set beside it); it fails where the table's row disagrees.
 func BenchmarkEndToEnd(b *testing.B) {
 	b.Run("ForwardCNN32", func(b *testing.B) {
-		g, inputs := benchCNN.get(b)
-		dev, err := shim.Open("sim")
-		require.NoError(b, err)
-		defer dev.Close()
-		model, err := nn.Compile(g, &nn.Settings{Device: dev})
-		require.NoError(b, err)
-		defer model.Close()
+		model, g, inputs := compileBench(b, benchCNN)
 		compile := model.Stats().ModeledCompile
 		benchclaim.Pair(b, "CNN forward, 3×32×32", "float64 evaluation", func() benchclaim.Run {
 			before := model.Stats()

@@ -581,8 +581,8 @@ func (e *env) surfaces() Probe {
 	p := Probe{Name: "io-surfaces", What: "the same 2-input graph with one packed input surface vs a surface per input"}
 	w := e.t.RowLength(1)
 	// Rows enough that each tensor alone meets the target's
-	// MinSurfaceBytes: the lowering pads packed surfaces, not a surface
-	// per tensor.
+	// MinSurfaceBytes, so that both layouts are the same rows with no
+	// padding between them.
 	rows := e.channels(w, 4)
 	g := dataflow.New()
 	x := g.Input("x", dataflow.Shape{rows, w})

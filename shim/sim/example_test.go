@@ -9,37 +9,44 @@ import (
 	"github.com/anemone-go/anemone/shim/sim"
 )
 
-// Example compiles a program that adds two vectors of three elements and
-// runs it. The engine binds one input surface, [1, C, 1, S]: the two
-// vectors are its rows 0 and 1, each padded to 32 elements, so the program
-// slices them apart at channel offsets, drops the padding, adds, and pads
-// the result back into the one output surface. 0.1 and 0.2 are rounded to
-// fp16 on the way in, and their sum is rounded to fp16 again.
+// Example compiles a program that adds and subtracts two vectors of three
+// elements and runs it. The engine binds one input surface, [1, C, 1, S],
+// of at least 49152 bytes: the two vectors are its rows 0 and 1, each
+// padded to the 12288 elements that size needs, so the program slices them
+// apart at channel offsets, drops the padding, computes, and pads the
+// sum and the difference back into the rows of the one output surface.
+// 0.1 and 0.2 are rounded to fp16 on the way in, and their sum is rounded
+// to fp16 again (a tie, to even).
 func Example() {
 	src := `program(1.3)
 [buildInfo = dict<string, string>({{"coremlc-version", "3505.4.1"}})]
 {
-    func main<ios18>(tensor<fp16, [1, 2, 1, 32]> input) {
+    func main<ios18>(tensor<fp16, [1, 2, 1, 12288]> input) {
         tensor<int32, [4]> ba = const()[name = string("ba"), val = tensor<int32, [4]>([0, 0, 0, 0])];
         tensor<int32, [4]> bb = const()[name = string("bb"), val = tensor<int32, [4]>([0, 1, 0, 0])];
         tensor<int32, [4]> size = const()[name = string("size"), val = tensor<int32, [4]>([1, 1, 1, 3])];
         tensor<fp16, [1, 1, 1, 3]> a = slice_by_size(begin = ba, size = size, x = input)[name = string("a")];
         tensor<fp16, [1, 1, 1, 3]> b = slice_by_size(begin = bb, size = size, x = input)[name = string("b")];
         tensor<fp16, [1, 1, 1, 3]> s = add(x = a, y = b)[name = string("s")];
-        tensor<int32, [8]> pad = const()[name = string("pad"), val = tensor<int32, [8]>([0, 0, 0, 0, 0, 0, 0, 29])];
-        tensor<fp16, [1, 1, 1, 32]> output = pad(pad = pad, x = s)[name = string("output")];
+        tensor<fp16, [1, 1, 1, 3]> d = sub(x = a, y = b)[name = string("d")];
+        tensor<int32, [8]> pad = const()[name = string("pad"), val = tensor<int32, [8]>([0, 0, 0, 0, 0, 0, 0, 12285])];
+        tensor<fp16, [1, 1, 1, 12288]> sp = pad(pad = pad, x = s)[name = string("sp")];
+        tensor<fp16, [1, 1, 1, 12288]> dp = pad(pad = pad, x = d)[name = string("dp")];
+        int32 axis = const()[name = string("axis"), val = int32(1)];
+        bool interleave = const()[name = string("interleave"), val = bool(false)];
+        tensor<fp16, [1, 2, 1, 12288]> output = concat(axis = axis, interleave = interleave, values = (sp, dp))[name = string("output")];
     } -> (output);
 }
 `
 	spec := func(name string, row int) lower.IOSpec {
-		return lower.IOSpec{Name: name, Shape: []int{3}, DeviceShape: []int{1, 1, 1, 32}, Channel: row}
+		return lower.IOSpec{Name: name, Shape: []int{3}, DeviceShape: []int{1, 1, 1, 12288}, Channel: row}
 	}
 	p := &lower.Program{
 		MIL:            []byte(src),
 		Inputs:         []lower.IOSpec{spec("a", 0), spec("b", 1)},
-		Outputs:        []lower.IOSpec{spec("sum", 0)},
-		InputSurfaces:  []lower.Surface{{Name: "input", Shape: []int{1, 2, 1, 32}}},
-		OutputSurfaces: []lower.Surface{{Name: "output", Shape: []int{1, 1, 1, 32}}},
+		Outputs:        []lower.IOSpec{spec("sum", 0), spec("difference", 1)},
+		InputSurfaces:  []lower.Surface{{Name: "input", Shape: []int{1, 2, 1, 12288}}},
+		OutputSurfaces: []lower.Surface{{Name: "output", Shape: []int{1, 2, 1, 12288}}},
 		Target:         "sim",
 	}
 	dev := sim.New(sim.Wide)
@@ -54,8 +61,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(out[0])
-	// Output: [11 2.5 0.2998047]
+	fmt.Println(out[0], out[1])
+	// Output: [11 2.5 0.2998047] [-9 1.5 -0.099975586]
 }
 
 // ExampleDevice_Headroom asks how close a run came to the engine's

@@ -64,12 +64,20 @@ func TestFamilyInnerMultiple(t *testing.T) {
 	require.ErrorIs(t, lower.Lint(familyDot(t, k, unpadded), lower.TargetM1), lower.ErrLint, "the lint sees an unpadded contraction")
 }
 
-// TestFamilySurfaceMinimum: every family refuses surfaces below about
-// 49 KB; a program lowered for the family meets it and runs.
+// TestFamilySurfaceMinimum: every family, and the strict default, refuses
+// surfaces below about 49 KB; a program lowered for the family meets it
+// and runs.
 func TestFamilySurfaceMinimum(t *testing.T) {
+	small := lower.TargetSim
+	small.MinSurfaceBytes = 0
+	devices := map[string]*Device{"sim": New(Wide)}
+	targets := map[string]lower.Target{"sim": lower.TargetSim}
 	for name, target := range Families {
-		dev := NewFamily(name, target)
-		_, err := dev.Compile(familyDot(t, 32, lower.TargetSim))
+		devices[name], targets[name] = NewFamily(name, target), target
+	}
+	for name, dev := range devices {
+		target := targets[name]
+		_, err := dev.Compile(familyDot(t, 32, small))
 		require.ErrorIs(t, err, shim.ErrUnsupported, name)
 		require.Contains(t, err.Error(), "49152 bytes", name)
 		p := familyDot(t, 32, target)

@@ -116,19 +116,23 @@ func program(ins []port, body string, outs []port) *lower.Program {
 }
 
 // ioSpecs lays ports out as bands of one surface of the given name: the
-// surface's stride is the longest padded row.
+// surface's stride is the longest padded row, widened (and rows added past
+// the bands where that is not enough) to the simulator's minimum surface
+// size, as the lowering sizes them (lower.SurfaceShape).
 func ioSpecs(ports []port, suffix string) ([]lower.IOSpec, lower.Surface) {
-	stride := 0
+	stride, rows := 0, 0
 	for _, x := range ports {
 		stride = max(stride, deviceShape(x.shape)[3])
+		rows += deviceShape(x.shape)[1]
 	}
+	rows, stride = lower.SurfaceShape(lower.TargetSim, rows, stride)
 	var specs []lower.IOSpec
-	rows := 0
+	ch := 0
 	for _, x := range ports {
 		s := ioSpec(x.name+suffix, x.shape)
 		s.DeviceShape[3] = stride
-		s.Channel = rows
-		rows += s.Rows()
+		s.Channel = ch
+		ch += s.Rows()
 		specs = append(specs, s)
 	}
 	name := "input"
@@ -161,7 +165,12 @@ func programInline(ins []port, body string, outs []port) *lower.Program {
 		sb.WriteString(stmt(x.name, x.shape, "reshape", "shape = "+x.name+"_shape", "x = "+v))
 	}
 	sb.WriteString(body)
-	if len(outs) > 1 {
+	used := 0
+	for _, s := range p.Outputs {
+		used += s.Rows()
+	}
+	fill := osf.Shape[1] - used // zero rows that bring the surface to its minimum size
+	if len(outs) > 1 || fill > 0 {
 		sb.WriteString(cInt("out_ax", 1) + cBool("out_il", false))
 	}
 	acc, accRows := "", 0
@@ -169,7 +178,7 @@ func programInline(ins []port, body string, outs []port) *lower.Program {
 		s := p.Outputs[i]
 		rows := []int{1, s.Rows(), 1, s.RowLen()}
 		band := x.name + "_oband"
-		if len(outs) == 1 {
+		if len(outs) == 1 && fill == 0 {
 			band = osf.Name
 		}
 		if s.Stride() == s.RowLen() {
@@ -187,11 +196,20 @@ func programInline(ins []port, body string, outs []port) *lower.Program {
 		}
 		accRows += s.Rows()
 		name := fmt.Sprintf("out_cat%d", i)
-		if i == len(outs)-1 {
+		if i == len(outs)-1 && fill == 0 {
 			name = osf.Name
 		}
 		sb.WriteString(stmt(name, []int{1, accRows, 1, osf.Stride()}, "concat", "axis = out_ax", "interleave = out_il", "values = ("+acc+", "+band+")"))
 		acc = name
+	}
+	if fill > 0 {
+		zeros := make([]string, fill*osf.Stride())
+		for i := range zeros {
+			zeros[i] = "0"
+		}
+		fillShape := []int{1, fill, 1, osf.Stride()}
+		fmt.Fprintf(&sb, "        %s out_fill = const()[name = string(\"out_fill\"), val = %s([%s])];\n", ft(fillShape), ft(fillShape), strings.Join(zeros, ", "))
+		sb.WriteString(stmt(osf.Name, osf.Shape, "concat", "axis = out_ax", "interleave = out_il", "values = ("+acc+", out_fill)"))
 	}
 	fmt.Fprintf(&sb, "    } -> (%s);\n}\n", osf.Name)
 	p.MIL = []byte(sb.String())

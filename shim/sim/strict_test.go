@@ -102,7 +102,7 @@ func TestCompileRejects(t *testing.T) {
 		{"transpose perm", one, cInts("p", 0, 0) + stmt("z", v, "transpose", "perm = p", "x = x"), out,
 			ErrInvalid, "not a permutation", "transpose("},
 		{"slice out of range", one, cInts("b", 1, 0) + cInts("s", 2, 32) + stmt("z", v, "slice_by_size", "begin = b", "size = s", "x = x"), out,
-			ErrInvalid, "out of range", "slice_by_size("},
+			ErrInvalid, "out of range", "z = slice_by_size("},
 		{"reduce axis out of range", one, cInts("a", 2) + stmt("z", v, "reduce_sum", "axes = a", "x = x"), out,
 			ErrInvalid, "axis 2 out of range for rank 2", "reduce_sum("},
 		{"output not returned", one, stmt("z", v, "relu", "x = x"), []port{in("z", v...), in("q", v...)},
@@ -122,6 +122,9 @@ func TestCompileRejects(t *testing.T) {
 	}
 }
 
+// wider is a surface shape with two more rows than shape.
+func wider(shape []int) []int { return []int{shape[0], shape[1] + 2, shape[2], shape[3]} }
+
 func TestCompileRejectsSignature(t *testing.T) {
 	good := func() *lower.Program {
 		return program([]port{in("x", 2, 32)}, stmt("z", []int{2, 32}, "relu", "x = x"), []port{in("z", 2, 32)})
@@ -134,9 +137,9 @@ func TestCompileRejectsSignature(t *testing.T) {
 	}{
 		{"input surface name", func(p *lower.Program) { p.InputSurfaces[0].Name = "other" }, ErrInvalid, `input surface 0 is "other", function main's input 0 is "input"`},
 		{"input surface count", func(p *lower.Program) {
-			p.InputSurfaces = append(p.InputSurfaces, lower.Surface{Name: "w", Shape: []int{1, 2, 1, 32}})
+			p.InputSurfaces = append(p.InputSurfaces, lower.Surface{Name: "w", Shape: p.InputSurfaces[0].Shape})
 		}, ErrInvalid, "the program lists 2 input surfaces"},
-		{"input surface shape", func(p *lower.Program) { p.InputSurfaces[0].Shape = []int{1, 4, 1, 32} }, ErrInvalid, "the program's surface says"},
+		{"input surface shape", func(p *lower.Program) { p.InputSurfaces[0].Shape = wider(p.InputSurfaces[0].Shape) }, ErrInvalid, "the program's surface says"},
 		{"input band", func(p *lower.Program) { p.Inputs[0] = ioSpec("x_in", []int{2, 2, 32}) }, ErrInvalid, "do not lie in surface"},
 		{"device shape", func(p *lower.Program) { p.Inputs[0].DeviceShape = []int{2, 32} }, ErrInvalid, "is not [1, C, 1, S]"},
 		{"duplicate input", func(p *lower.Program) {
@@ -145,9 +148,10 @@ func TestCompileRejectsSignature(t *testing.T) {
 		}, ErrInvalid, `inputs "x_in" and "x_in" both occupy row 0`},
 		{"output surface name", func(p *lower.Program) { p.OutputSurfaces[0].Name = "q" }, ErrInvalid, `output surface 0 is "q"`},
 		{"output band", func(p *lower.Program) { p.Outputs[0] = ioSpec("z_out", []int{4, 32}) }, ErrInvalid, "do not lie in surface"},
-		{"output surface shape", func(p *lower.Program) { p.OutputSurfaces[0].Shape = []int{1, 4, 1, 32} }, ErrInvalid, "the program's surface says"},
+		{"output surface shape", func(p *lower.Program) { p.OutputSurfaces[0].Shape = wider(p.OutputSurfaces[0].Shape) }, ErrInvalid, "the program's surface says"},
 		{"fp32 input", func(p *lower.Program) {
-			p.MIL = []byte(strings.Replace(string(p.MIL), "tensor<fp16, [1, 2, 1, 32]> input", "tensor<fp32, [1, 2, 1, 32]> input", 1))
+			decl := ft(p.InputSurfaces[0].Shape) + " input"
+			p.MIL = []byte(strings.Replace(string(p.MIL), decl, strings.Replace(decl, "fp16", "fp32", 1), 1))
 		}, shim.ErrUnsupported, "must be fp16"},
 		{"opset", func(p *lower.Program) {
 			p.MIL = []byte(strings.Replace(string(p.MIL), "main<ios18>", "main<ios17>", 1))
@@ -279,27 +283,36 @@ func zeroNaN() float64 {
 	return z / z
 }
 
+// rawSurface is the shape of every surface of the hand-written programs:
+// two rows, as wide as the simulator's minimum surface size needs.
+var rawSurface = func() []int {
+	rows, stride := lower.SurfaceShape(lower.TargetSim, 2, 32)
+	return []int{1, rows, 1, stride}
+}()
+
 // rawProgram is a hand-written program: MIL text of main with the given
-// input and output surfaces, each holding one logical tensor of rows × 32.
-func rawProgram(src string, ins, outs []string, rows int) *lower.Program {
+// input and output surfaces of shape rawSurface, each holding one logical
+// tensor of its rows.
+func rawProgram(src string, ins, outs []string) *lower.Program {
 	p := &lower.Program{MIL: []byte(src), Target: "sim"}
+	logical := []int{rawSurface[1], rawSurface[3]}
 	for i, n := range ins {
-		p.InputSurfaces = append(p.InputSurfaces, lower.Surface{Name: n, Shape: []int{1, rows, 1, 32}})
-		p.Inputs = append(p.Inputs, lower.IOSpec{Name: n + "_t", Shape: []int{rows, 32}, DeviceShape: []int{1, rows, 1, 32}, Surface: i})
+		p.InputSurfaces = append(p.InputSurfaces, lower.Surface{Name: n, Shape: rawSurface})
+		p.Inputs = append(p.Inputs, lower.IOSpec{Name: n + "_t", Shape: logical, DeviceShape: rawSurface, Surface: i})
 	}
 	for i, n := range outs {
-		p.OutputSurfaces = append(p.OutputSurfaces, lower.Surface{Name: n, Shape: []int{1, rows, 1, 32}})
-		p.Outputs = append(p.Outputs, lower.IOSpec{Name: n + "_t", Shape: []int{rows, 32}, DeviceShape: []int{1, rows, 1, 32}, Surface: i})
+		p.OutputSurfaces = append(p.OutputSurfaces, lower.Surface{Name: n, Shape: rawSurface})
+		p.Outputs = append(p.Outputs, lower.IOSpec{Name: n + "_t", Shape: logical, DeviceShape: rawSurface, Surface: i})
 	}
 	return p
 }
 
-// mainOf writes a program whose main takes the named [1, 2, 1, 32] inputs,
-// runs body and returns the named values.
+// mainOf writes a program whose main takes the named inputs of shape
+// rawSurface, runs body and returns the named values.
 func mainOf(ins []string, body string, outs []string) string {
 	decl := make([]string, len(ins))
 	for i, n := range ins {
-		decl[i] = "tensor<fp16, [1, 2, 1, 32]> " + n
+		decl[i] = ft(rawSurface) + " " + n
 	}
 	return "program(1.3)\n[buildInfo = dict<string, string>({{\"coremlc-version\", \"3505.4.1\"}})]\n{\n" +
 		"    func main<ios18>(" + strings.Join(decl, ", ") + ") {\n" + body +
@@ -312,7 +325,7 @@ func TestStrictRules(t *testing.T) {
 	v := []int{2, 32}
 	one := []port{in("x", v...)}
 	out := []port{in("z", v...)}
-	surf := []int{1, 2, 1, 32}
+	surf := rawSurface
 	cases := []struct {
 		name   string
 		p      *lower.Program
@@ -364,28 +377,28 @@ func TestStrictRules(t *testing.T) {
 
 		// No empty programs.
 		{"no compute op", rawProgram(mainOf([]string{"input"}, cInts("sh", surf...)+
-			stmt("output", surf, "reshape", "shape = sh", "x = input"), []string{"output"}), []string{"input"}, []string{"output"}, 2),
+			stmt("output", surf, "reshape", "shape = sh", "x = input"), []string{"output"}), []string{"input"}, []string{"output"}),
 			"function main has no compute op", "func main"},
 		{"output is the input", rawProgram(mainOf([]string{"input"}, stmt("r", surf, "relu", "x = input"), []string{"input"}),
-			[]string{"input"}, []string{"input"}, 2),
+			[]string{"input"}, []string{"input"}),
 			`output "input" is the input "input", unchanged`, "=input);"},
 		{"output is a reshaped input", rawProgram(mainOf([]string{"input"}, stmt("r", surf, "relu", "x = input")+cInts("sh", surf...)+
-			stmt("output", surf, "reshape", "shape = sh", "x = input"), []string{"output"}), []string{"input"}, []string{"output"}, 2),
+			stmt("output", surf, "reshape", "shape = sh", "x = input"), []string{"output"}), []string{"input"}, []string{"output"}),
 			`output "output" is the input "input", unchanged`, "=output);"},
 		{"output is a const", func() *lower.Program {
-			p := rawProgram(mainOf([]string{"input"}, cHalfs("output", surf, ones64(64))+stmt("r", surf, "relu", "x = input"), []string{"output"}),
-				[]string{"input"}, []string{"output"}, 2)
+			p := rawProgram(mainOf([]string{"input"}, cHalfs("output", surf, ones64(surf[1]*surf[3]))+stmt("r", surf, "relu", "x = input"), []string{"output"}),
+				[]string{"input"}, []string{"output"})
 			p.MIL, p.Blob = blobify(p.MIL)
 			return p
 		}(), `output "output" is a const`, "=output);"},
 
 		// One input and one output surface on a PackedIO target.
 		{"two input surfaces", rawProgram(mainOf([]string{"a", "b"}, stmt("output", surf, "add", "x = a", "y = b"), []string{"output"}),
-			[]string{"a", "b"}, []string{"output"}, 2), "function main binds 2 input surfaces", "func main"},
+			[]string{"a", "b"}, []string{"output"}), "function main binds 2 input surfaces", "func main"},
 		{"two output surfaces", rawProgram(mainOf([]string{"input"}, stmt("o1", surf, "relu", "x = input")+stmt("o2", surf, "abs", "x = input"), []string{"o1", "o2"}),
-			[]string{"input"}, []string{"o1", "o2"}, 2), "function main returns 2 output surfaces", "func main"},
+			[]string{"input"}, []string{"o1", "o2"}), "function main returns 2 output surfaces", "func main"},
 		{"one surface each way", rawProgram(mainOf([]string{"input"}, stmt("output", surf, "relu", "x = input"), []string{"output"}),
-			[]string{"input"}, []string{"output"}, 2), "", ""},
+			[]string{"input"}, []string{"output"}), "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
