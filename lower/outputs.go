@@ -2,9 +2,9 @@ package lower
 
 import (
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"slices"
 
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/lower/mil"
 )
 

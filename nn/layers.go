@@ -2,11 +2,11 @@ package nn
 
 import (
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"math"
 	"strings"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 )
 
 // Cliff is the magnitude a matmul or conv output may not exceed on the

@@ -2,10 +2,10 @@ package nn
 
 import (
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"math"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 )
 
 // NormOptions are the parameters of LayerNorm and RMSNorm.

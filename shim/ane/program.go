@@ -2,10 +2,10 @@ package ane
 
 import (
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"strconv"
 	"strings"
 
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/lower/mil"
 	"github.com/anemone-go/anemone/shim"

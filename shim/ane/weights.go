@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/lower/mil"
 )

@@ -2,12 +2,12 @@ package shimtest
 
 import (
 	"fmt"
-	"github.com/anemone-go/anemone/engine"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/anemone-go/anemone/dataflow"
+	"github.com/anemone-go/anemone/engine"
 	"github.com/anemone-go/anemone/fp16"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
