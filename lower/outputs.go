@@ -19,10 +19,10 @@ import (
 // docs/ENGINE.md §7). The result binds several output surfaces, which Lint
 // refuses for a PackedIO target: only a device that chooses this fallback
 // runs it. A program whose outputs are not concat-packed (one output, or a
-// surface per output already) is an error wrapping ErrUnsupported. The
-// per-output surfaces keep the packed stride: they are not widened to the
-// target's MinSurfaceBytes, so on a family with that rule a small output
-// may still be refused (a limit of this fallback, unverified on hardware).
+// surface per output already) is an error wrapping ErrUnsupported. Each
+// per-output surface meets the program's target's MinSurfaceBytes: a band
+// smaller than that is padded with zeros (its rows widened first, then
+// rows added, as SurfaceShape sizes a surface) by one pad op.
 func SplitOutputs(p *Program) (*Program, error) {
 	if p == nil {
 		return nil, fmt.Errorf("lower: split outputs: nil program: %w", ErrUnsupported)
@@ -98,10 +98,34 @@ func SplitOutputs(p *Program) (*Program, error) {
 		ch += spec.Rows()
 		band[i] = leaves[j]
 	}
+	t, _ := engine.ByName(p.Target) // an unknown target has no minimum
+	for _, v := range fn.Inputs {
+		def[v.Name] = -1 // names the pads may not take
+	}
+	var pads []*mil.Op
 	for i := range q.Outputs {
-		q.Outputs[i].DeviceShape = slices.Clone(p.Outputs[i].DeviceShape)
+		rows := p.Outputs[i].Rows()
+		srows, sstride := SurfaceShape(t, rows, stride)
+		q.Outputs[i].DeviceShape = []int{1, rows, 1, sstride}
 		q.Outputs[i].Surface, q.Outputs[i].Channel = i, 0
-		q.OutputSurfaces[i] = Surface{Name: band[i], Shape: slices.Clone(q.Outputs[i].DeviceShape)}
+		q.OutputSurfaces[i] = Surface{Name: band[i], Shape: []int{1, srows, 1, sstride}}
+		if srows == rows && sstride == stride {
+			continue
+		}
+		name := unusedName(def, band[i]+"_surface")
+		param := func(suffix string, lit *mil.Literal) string {
+			c := unusedName(def, name+suffix)
+			pads = append(pads, &mil.Op{Outputs: []mil.Var{{Type: lit.Type, Name: c}}, Kind: "const",
+				Attrs: []mil.Arg{{Name: "name", Value: mil.String(c)}, {Name: "val", Value: lit}}})
+			return c
+		}
+		value := param("_pad_value", mil.FP16(0))
+		mode := param("_pad_mode", mil.String("constant"))
+		widths := param("_pad", mil.Int32s(0, 0, 0, srows-rows, 0, 0, 0, sstride-stride))
+		pads = append(pads, &mil.Op{Outputs: []mil.Var{{Type: mil.TensorType("fp16", 1, srows, 1, sstride), Name: name}}, Kind: "pad",
+			Args:  []mil.Arg{arg("constant_val", ref(value)), arg("mode", ref(mode)), arg("pad", ref(widths)), arg("x", ref(band[i]))},
+			Attrs: []mil.Arg{{Name: "name", Value: mil.String(name)}}})
+		q.OutputSurfaces[i].Name, band[i] = name, name
 	}
 	// Remove the concats, then the parameters only they used.
 	kept, gone := map[string]int{}, map[string]int{}
@@ -126,7 +150,7 @@ func SplitOutputs(p *Program) (*Program, error) {
 		}
 		ops = append(ops, op)
 	}
-	fn.Ops = ops
+	fn.Ops = append(ops, pads...)
 	fn.Outputs, fn.OutputPos = band, nil
 	q.MIL = mil.Print(prog)
 	q.Hash = engine.ProgramHash(q.MIL, q.Blob)
@@ -158,5 +182,18 @@ func countRefs(e mil.Expr, uses map[string]int) {
 		for _, x := range v.Elems {
 			countRefs(x, uses)
 		}
+	}
+}
+
+// unusedName is base, or base with the least numeric suffix that no
+// variable of def has; the name is then reserved in def.
+func unusedName(def map[string]int, base string) string {
+	name := base
+	for k := 2; ; k++ {
+		if _, taken := def[name]; !taken {
+			def[name] = -1
+			return name
+		}
+		name = fmt.Sprintf("%s_%d", base, k)
 	}
 }

@@ -26,7 +26,8 @@ func threeOutputs(t *testing.T) *lower.Program {
 	g.Output("b", g.Mul(v, v))
 	g.Output("c", g.Sub(u, u))
 	// Without the minimum surface size, which would widen the rows to
-	// 4096 elements: the packing alone is under test.
+	// 4096 elements: the packing alone is under test (SplitOutputs sizes
+	// each split surface to ane-m4's minimum).
 	m4 := lower.TargetM4
 	m4.MinSurfaceBytes = 0
 	p, err := lower.Lower(g, m4)
@@ -47,12 +48,20 @@ func TestSplitOutputs(t *testing.T) {
 	require.Equal(t, p.Blob, q.Blob)
 	require.NotEqual(t, p.Hash, q.Hash)
 	require.Len(t, q.OutputSurfaces, 3)
+	largest := 0
 	for i, s := range q.Outputs {
 		require.Equal(t, i, s.Surface)
 		require.Zero(t, s.Channel)
-		require.Equal(t, []int{1, p.Outputs[i].Rows(), 1, 64}, s.DeviceShape)
+		// Each band alone is below ane-m4's 49152 bytes: its rows are
+		// widened (1 row: 24576 elements, 2: 12288, 3: 8192).
+		rows, stride := lower.SurfaceShape(lower.TargetM4, p.Outputs[i].Rows(), 64)
+		require.Equal(t, p.Outputs[i].Rows(), rows)
+		require.Equal(t, 49152/(2*rows), stride)
+		require.Equal(t, []int{1, rows, 1, stride}, s.DeviceShape)
 		require.Equal(t, s.DeviceShape, q.OutputSurfaces[i].Shape)
+		largest = max(largest, 2*q.OutputSurfaces[i].Size())
 	}
+	require.Equal(t, 3, bytes.Count(q.MIL, []byte("_surface = pad(")), "one pad per output surface")
 	mp, err := milpkg.Parse(q.MIL)
 	require.NoError(t, err)
 	fn := mp.Functions[0]
@@ -70,11 +79,11 @@ func TestSplitOutputs(t *testing.T) {
 	// The split program passes the device's checks and binds to a layout
 	// reporting the three surfaces by name, in any order.
 	require.NoError(t, CheckProgram(q, lower.TargetM4))
-	outs := []map[string]any{
-		live(q.OutputSurfaces[2].Name+OutputSuffix, 3, 64, 128),
-		live(q.OutputSurfaces[0].Name+OutputSuffix, 1, 64, 128),
-		live(q.OutputSurfaces[1].Name+OutputSuffix, 2, 64, 128),
+	liveOut := func(i int) map[string]any {
+		sh := q.OutputSurfaces[i].Shape
+		return live(q.OutputSurfaces[i].Name+OutputSuffix, sh[1], sh[3], 2*sh[3])
 	}
+	outs := []map[string]any{liveOut(2), liveOut(0), liveOut(1)}
 	names := []string{outs[0][KeyName].(string), outs[1][KeyName].(string), outs[2][KeyName].(string)}
 	l, err := ParseLayout(attrsOf([]map[string]any{live(q.InputSurfaces[0].Name, 6, 64, 128)}, outs,
 		[]string{q.InputSurfaces[0].Name}, names, []int{0}, []int{0, 1, 2}))
@@ -89,7 +98,7 @@ func TestSplitOutputs(t *testing.T) {
 	// The three surfaces differ in size; the request pads them to the
 	// largest.
 	_, outS := PlanSurfaces(PortTensors(b.Inputs), PortTensors(b.Outputs), SurfaceOptions{PadToLargest: true})
-	require.Equal(t, []int{6 * 128, 6 * 128, 6 * 128}, allocs(outS))
+	require.Equal(t, []int{largest, largest, largest}, allocs(outS))
 
 	// Nothing to split: one output, or a surface per output already.
 	for _, r := range []*lower.Program{q, nil, {Outputs: p.Outputs[:1], OutputSurfaces: p.OutputSurfaces}} {
