@@ -14,11 +14,13 @@
 // The facts are reports, not laws: each carries its source in
 // docs/ENGINE.md, and a family's value is what was measured on that
 // family. Where families disagree, Strict (the simulator's default target)
-// takes the strictest of the rules that refuse a program (limits,
-// alignment, the surface minimum), so a program that meets Strict compiles
-// on every family; the rules that change results instead (InnerMultiple,
-// Rounding, FlushSubnormalProducts, PartialSumZero) are each family's, and
-// a program is lowered for the family it runs on.
+// takes the strictest of the rules that refuse a program (the limits per
+// axis, the surface minimum, packed I/O, the compile budget), so that a
+// program the simulator accepts is one every family should accept. Row
+// alignment (64 elements on M5, 32 elsewhere) and the rules that change
+// results instead (InnerMultiple, Rounding, FlushSubnormalProducts,
+// PartialSumZero) are each family's: a program is lowered for the family
+// it runs on.
 //
 // Invariants:
 //   - A Target's limits are inclusive maxima per axis of a [1, C, H, W]
