@@ -84,9 +84,10 @@ func legalizeFor(g *dataflow.Graph, t Target) (*dataflow.Graph, error) {
 // at least t.MinSurfaceBytes (smaller surfaces are reported to fail to
 // evaluate): it widens the rows first, within the spatial limit and the
 // row alignment, and adds rows only past that. It returns the surface's
-// rows and stride.
+// rows and stride; an empty surface (rows or stride not positive) is
+// returned as it is.
 func SurfaceShape(t Target, rows, stride int) (int, int) {
-	if t.MinSurfaceBytes <= 0 || 2*rows*stride >= t.MinSurfaceBytes {
+	if t.MinSurfaceBytes <= 0 || rows <= 0 || stride <= 0 || 2*rows*stride >= t.MinSurfaceBytes {
 		return rows, stride
 	}
 	need := (t.MinSurfaceBytes + 2*rows - 1) / (2 * rows)
@@ -96,4 +97,14 @@ func SurfaceShape(t Target, rows, stride int) (int, int) {
 	a := max(t.RowAlign, 1)
 	w := t.MaxSpatial / a * a
 	return (t.MinSurfaceBytes + 2*w - 1) / (2 * w), max(w, stride)
+}
+
+// sizedSurface is SurfaceShape with the channel limit checked: kind and
+// what name the surface in the error.
+func sizedSurface(t Target, kind, what string, rows, stride int) (int, int, error) {
+	r, s := SurfaceShape(t, rows, stride)
+	if r > t.MaxChannels {
+		return 0, 0, fmt.Errorf("lower: the %s surface%s needs %d rows to reach target %s's minimum of %d bytes, over its channel limit of %d: %w", kind, what, r, t.Name, t.MinSurfaceBytes, t.MaxChannels, ErrUnsupported)
+	}
+	return r, s, nil
 }

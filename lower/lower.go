@@ -126,9 +126,9 @@ func layout(t Target, specs []IOSpec, packed bool, kind string) ([]IOSpec, []Sur
 	if !packed {
 		surf := make([]Surface, len(specs))
 		for i := range specs {
-			rows, stride := SurfaceShape(t, specs[i].Rows(), specs[i].Stride())
-			if rows > t.MaxChannels {
-				return nil, nil, fmt.Errorf("lower: the %s surface of %q needs %d rows to reach target %s's minimum of %d bytes, over its channel limit of %d: %w", kind, specs[i].Name, rows, t.Name, t.MinSurfaceBytes, t.MaxChannels, ErrUnsupported)
+			rows, stride, err := sizedSurface(t, kind, fmt.Sprintf(" of %q", specs[i].Name), specs[i].Rows(), specs[i].Stride())
+			if err != nil {
+				return nil, nil, err
 			}
 			specs[i].DeviceShape[3] = stride
 			specs[i].Surface = i
@@ -147,9 +147,9 @@ func layout(t Target, specs []IOSpec, packed bool, kind string) ([]IOSpec, []Sur
 	if rows > t.MaxChannels {
 		return nil, nil, fmt.Errorf("lower: the %ss need %d device rows together, over target %s's channel limit of %d: %w", kind, rows, t.Name, t.MaxChannels, ErrUnsupported)
 	}
-	rows, stride = SurfaceShape(t, rows, stride)
-	if rows > t.MaxChannels {
-		return nil, nil, fmt.Errorf("lower: the %s surface needs %d rows to reach target %s's minimum of %d bytes, over its channel limit of %d: %w", kind, rows, t.Name, t.MinSurfaceBytes, t.MaxChannels, ErrUnsupported)
+	rows, stride, err := sizedSurface(t, kind, "", rows, stride)
+	if err != nil {
+		return nil, nil, err
 	}
 	ch := 0
 	for i := range specs {

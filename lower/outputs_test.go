@@ -67,3 +67,27 @@ func TestSplitOutputsRunsAsPacked(t *testing.T) {
 		}
 	}
 }
+
+// TestSurfaceShape: exact sizes for the minimum of 49152 bytes on ane-m1
+// (spatial limit 16384, rows aligned to 32): a surface at or above it is
+// unchanged, a smaller one is widened to ⌈49152/(2·rows)⌉ rounded up to the
+// alignment, and rows are added only past the spatial limit.
+func TestSurfaceShape(t *testing.T) {
+	m1 := lower.TargetM1
+	for _, c := range []struct{ rows, stride, wantRows, wantStride int }{
+		{128, 192, 128, 192}, // exactly 49152 bytes
+		{512, 512, 512, 512}, // larger
+		{128, 128, 128, 192}, // 32768 bytes: ⌈49152/256⌉ = 192
+		{40, 64, 40, 640},    // ⌈49152/80⌉ = 615 → 640
+		{1, 64, 2, 16384},    // 24576 > 16384: two rows of the limit
+		{0, 64, 0, 64},       // empty: unchanged
+		{3, 0, 3, 0},         // empty: unchanged
+	} {
+		r, s := lower.SurfaceShape(m1, c.rows, c.stride)
+		require.Equal(t, []int{c.wantRows, c.wantStride}, []int{r, s}, "%d×%d", c.rows, c.stride)
+	}
+	none := m1
+	none.MinSurfaceBytes = 0
+	r, s := lower.SurfaceShape(none, 1, 64)
+	require.Equal(t, []int{1, 64}, []int{r, s}, "no minimum, no widening")
+}
