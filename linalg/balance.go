@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/anemone-go/anemone/internal/dense"
 )
 
 // balanceSpread is the spread, in binades, of the ratios between A's
@@ -31,15 +33,22 @@ func balance(a, b mat.Matrix) (mat.Matrix, mat.Matrix) {
 	m, k := a.Dims()
 	_, n := b.Dims()
 	ca, rb := make([]float64, k), make([]float64, k)
-	for i := range m {
-		for j := range k {
-			ca[j] = math.Max(ca[j], math.Abs(a.At(i, j)))
+	ar, br := dense.Rows(a), dense.Rows(b)
+	for _, row := range ar {
+		for j, v := range row {
+			if v := math.Abs(v); v > ca[j] {
+				ca[j] = v
+			}
 		}
 	}
-	for j := range k {
-		for l := range n {
-			rb[j] = math.Max(rb[j], math.Abs(b.At(j, l)))
+	for j, row := range br {
+		mx := 0.0
+		for _, v := range row {
+			if v := math.Abs(v); v > mx {
+				mx = v
+			}
 		}
+		rb[j] = mx
 	}
 	h := make([]int, k) // column j of A times 2^−h_j, row j of B times 2^h_j
 	lo, hi := math.MaxInt, math.MinInt
@@ -57,14 +66,14 @@ func balance(a, b mat.Matrix) (mat.Matrix, mat.Matrix) {
 		return a, b
 	}
 	as, bs := mat.NewDense(m, k, nil), mat.NewDense(k, n, nil)
-	for i := range m {
-		for j := range k {
-			as.Set(i, j, math.Ldexp(a.At(i, j), -h[j]))
+	for i, row := range ar {
+		for j, v := range row {
+			as.Set(i, j, math.Ldexp(v, -h[j]))
 		}
 	}
-	for j := range k {
-		for l := range n {
-			bs.Set(j, l, math.Ldexp(b.At(j, l), h[j]))
+	for j, row := range br {
+		for l, v := range row {
+			bs.Set(j, l, math.Ldexp(v, h[j]))
 		}
 	}
 	return as, bs

@@ -175,8 +175,14 @@ func (pl *plan) apply(fn string, dst *mat.Dense, b mat.Matrix) error {
 		for _, bd := range pl.bands {
 			start := time.Now()
 			dev0 := bd.p.Session().Stats().Device
-			var out mat.Dense
-			err := bd.p.Apply(&out, bb)
+			var out *mat.Dense
+			whole := len(pl.bands) == 1 && len(blocks) == 1
+			if whole {
+				out = dst
+			} else {
+				out = dst.Slice(bd.off, bd.off+bd.len, cb.off, cb.off+cb.len).(*mat.Dense)
+			}
+			err := bd.p.Apply(out, bb)
 			dev := bd.p.Session().Stats().Device - dev0
 			pl.cfg.stats.Device += dev
 			pl.cfg.stats.Host += time.Since(start) - dev
@@ -186,11 +192,6 @@ func (pl *plan) apply(fn string, dst *mat.Dense, b mat.Matrix) error {
 			}
 			pl.cfg.stats.Flops += int64(math.Round(2 * float64(bd.len) * float64(pl.k) * float64(cb.len) * bd.p.Work()))
 			pl.cfg.stats.ModeledTime += bd.p.Cost().Time
-			if len(pl.bands) == 1 && len(blocks) == 1 {
-				dst.Copy(&out)
-			} else {
-				dst.Slice(bd.off, bd.off+bd.len, cb.off, cb.off+cb.len).(*mat.Dense).Copy(&out)
-			}
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/anemone-go/anemone/dataflow"
 	"github.com/anemone-go/anemone/engine"
+	"github.com/anemone-go/anemone/internal/dense"
 	"github.com/anemone-go/anemone/internal/isnil"
 	"github.com/anemone-go/anemone/lower"
 	"github.com/anemone-go/anemone/shim"
@@ -471,33 +472,7 @@ func (p *product) setA(fn string, a mat.Matrix) error {
 	p.aSet = false
 	m, k := p.m, p.k
 	if p.mode == FP16 {
-		p.rowExp = make([]int, m)
-		rows := make([][]float64, m)
-		for i := range m {
-			row := make([]float64, k)
-			for j := range k {
-				row[j] = a.At(i, j)
-			}
-			e, err := Pow2Scale(row)
-			if err != nil {
-				return fmt.Errorf("precision: %s: row %d of A: %w", fn, i, err)
-			}
-			p.rowExp[i] = e
-			rows[i] = row
-		}
-		for c, ks := range p.kch {
-			buf := make([]float64, m*ks.len)
-			exps := make([]int, m)
-			for i := range m {
-				copy(buf[i*ks.len:(i+1)*ks.len], rows[i][ks.off:ks.off+ks.len])
-				exps[i] = p.rowExp[i]
-			}
-			if err := p.ses.WriteRows64(fmt.Sprintf("a_k%d", c), buf, exps); err != nil {
-				return fmt.Errorf("precision: %s: A: %w", fn, err)
-			}
-		}
-		p.aSet = true
-		return nil
+		return p.setAFP16(fn, a)
 	}
 	al, err := SplitMatrix(a, p.limbs, p.bits)
 	if err != nil {
@@ -617,17 +592,30 @@ func (p *product) apply(fn string, dst, x []float64) error {
 	if len(x) != k*n || len(dst) != m*n {
 		return fmt.Errorf("precision: %s: x has %d elements and dst %d, want %d and %d: %w", fn, len(x), len(dst), k*n, m*n, ErrShape)
 	}
-	// Columns of X, contiguous.
-	cols := make([][]float64, n)
-	for j := range n {
-		col := make([]float64, k)
-		for i := range k {
-			col[i] = x[i*n+j]
+	// The columns of X, contiguous, for the general passes.
+	columns := func() [][]float64 {
+		cols := make([][]float64, n)
+		for j := range n {
+			col := make([]float64, k)
+			for i := range k {
+				col[i] = x[i*n+j]
+			}
+			cols[j] = col
 		}
-		cols[j] = col
+		return cols
 	}
-	colExp := make([]int, n)
+	var colExp []int
+	fast := false
 	if p.mode == FP16 {
+		colExp, fast = columnExps(x, k, n)
+	}
+	if fast {
+		if err := p.writeXFP16(fn, x, colExp); err != nil {
+			return err
+		}
+	} else if p.mode == FP16 {
+		cols := columns()
+		colExp = make([]int, n)
 		for j, col := range cols {
 			e, err := Pow2Scale(col)
 			if err != nil {
@@ -645,6 +633,8 @@ func (p *product) apply(fn string, dst, x []float64) error {
 			}
 		}
 	} else {
+		cols := columns()
+		colExp = make([]int, n)
 		L := p.limbs
 		bufs := make([][]float64, len(p.kch))
 		for c, ks := range p.kch {
@@ -676,6 +666,14 @@ func (p *product) apply(fn string, dst, x []float64) error {
 			return fmt.Errorf("precision: %s: %w: %w", fn, ErrRange, err)
 		}
 		return fmt.Errorf("precision: %s: %w", fn, err)
+	}
+	if fast {
+		if over, ok := p.readYFP16(dst, colExp); ok {
+			if over >= 0 {
+				return fmt.Errorf("precision: %s: result [%d][%d] = %v: the product is beyond float64's range (scale A or x down): %w", fn, over/n, over%n, dst[over], ErrRange)
+			}
+			return nil
+		}
 	}
 	// acc[j·m + i] accumulates Yᵀ in the units of 2^(rowExp_i + colExp_j).
 	acc := make([]float64, n*m)
@@ -851,7 +849,8 @@ func NewMatMul(dev shim.Device, a mat.Matrix, n int, opts MatMulOptions) (*MatMu
 
 // Apply computes dst = A·b with one dispatch. b must be k×n; dst must be
 // m×n or empty (it is then sized), else ErrShape. NaN or ±Inf in b is
-// ErrRange, and so is a result beyond float64's range. b is not modified.
+// ErrRange, and so is a result beyond float64's range (dst is then
+// filled, with ±Inf there). b is not modified.
 func (mp *MatMulPlan) Apply(dst *mat.Dense, b mat.Matrix) error {
 	p := mp.p
 	if dst == nil || isnil.Matrix(b) {
@@ -865,22 +864,29 @@ func (mp *MatMulPlan) Apply(dst *mat.Dense, b mat.Matrix) error {
 	} else if r, c := dst.Dims(); r != p.m || c != p.n {
 		return fmt.Errorf("precision: MatMulPlan.Apply: dst is %d×%d, want %d×%d: %w", r, c, p.m, p.n, ErrShape)
 	}
-	x := make([]float64, p.k*p.n)
-	for i := range p.k {
-		for j := range p.n {
-			x[i*p.n+j] = b.At(i, j)
+	// b's data as it is when its rows lie end to end, else a copy; dst's
+	// likewise, copied back after.
+	var x []float64
+	if rm, ok := b.(mat.RawMatrixer); ok && rm.RawMatrix().Stride == p.n && rm.RawMatrix().Rows == p.k && rm.RawMatrix().Cols == p.n {
+		x = rm.RawMatrix().Data[:p.k*p.n]
+	} else {
+		x = make([]float64, 0, p.k*p.n)
+		for _, row := range dense.Rows(b) {
+			x = append(x, row...)
 		}
 	}
-	y := make([]float64, p.m*p.n)
-	if err := p.apply("MatMulPlan.Apply", y, x); err != nil {
-		return err
+	out := dst.RawMatrix()
+	y := out.Data[:p.m*p.n]
+	if out.Stride != p.n {
+		y = make([]float64, p.m*p.n)
 	}
-	for i := range p.m {
-		for j := range p.n {
-			dst.Set(i, j, y[i*p.n+j])
+	err := p.apply("MatMulPlan.Apply", y, x)
+	if out.Stride != p.n {
+		for i := range p.m {
+			copy(out.Data[i*out.Stride:i*out.Stride+p.n], y[i*p.n:(i+1)*p.n])
 		}
 	}
-	return nil
+	return err
 }
 
 // NewMatMulShape compiles C = A·B for m×k matrices A and right operands
