@@ -614,24 +614,13 @@ func (p *product) apply(fn string, dst, x []float64) error {
 			return err
 		}
 	} else if p.mode == FP16 {
-		cols := columns()
-		colExp = make([]int, n)
-		for j, col := range cols {
-			e, err := Pow2Scale(col)
-			if err != nil {
+		// columnExps found NaN or ±Inf: name the first column holding one.
+		for j, col := range columns() {
+			if _, err := Pow2Scale(col); err != nil {
 				return fmt.Errorf("precision: %s: column %d of x: %w", fn, j, err)
 			}
-			colExp[j] = e
 		}
-		for c, ks := range p.kch {
-			buf := make([]float64, n*ks.len)
-			for j, col := range cols {
-				copy(buf[j*ks.len:(j+1)*ks.len], col[ks.off:ks.off+ks.len])
-			}
-			if err := p.ses.WriteRows64(fmt.Sprintf("x_k%d", c), buf, colExp); err != nil {
-				return fmt.Errorf("precision: %s: %w: %w", fn, ErrRange, err)
-			}
-		}
+		return fmt.Errorf("precision: %s: x is not finite: %w", fn, ErrRange)
 	} else {
 		cols := columns()
 		colExp = make([]int, n)
@@ -670,7 +659,7 @@ func (p *product) apply(fn string, dst, x []float64) error {
 	if fast {
 		if over, ok := p.readYFP16(dst, colExp); ok {
 			if over >= 0 {
-				return fmt.Errorf("precision: %s: result [%d][%d] = %v: the product is beyond float64's range (scale A or x down): %w", fn, over/n, over%n, dst[over], ErrRange)
+				return overflowError(fn, dst, over, n)
 			}
 			return nil
 		}
@@ -708,7 +697,7 @@ func (p *product) apply(fn string, dst, x []float64) error {
 		}
 	}
 	if over >= 0 {
-		return fmt.Errorf("precision: %s: result [%d][%d] = %v: the product is beyond float64's range (scale A or x down): %w", fn, over/n, over%n, dst[over], ErrRange)
+		return overflowError(fn, dst, over, n)
 	}
 	return nil
 }
@@ -962,4 +951,10 @@ func MatMul(dev shim.Device, a, b mat.Matrix, opts MatMulOptions) (*mat.Dense, e
 		return nil, err
 	}
 	return &c, nil
+}
+
+// overflowError reports dst[over], an m×n result's entry beyond float64's
+// range.
+func overflowError(fn string, dst []float64, over, n int) error {
+	return fmt.Errorf("precision: %s: result [%d][%d] = %v: the product is beyond float64's range (scale A or x down): %w", fn, over/n, over%n, dst[over], ErrRange)
 }
